@@ -1,0 +1,56 @@
+package v1alpha1
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// Name of the object, in the same namespace as the referrer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// SecretKeyReference names one key of a Secret in the same namespace.
+type SecretKeyReference struct {
+	// Name of the Secret, in the same namespace as the referrer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret's data.
+	// +kubebuilder:default=value
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// Condition types shared by every kind. Ready, Reconciling and Stalled follow kstatus, so
+// `kubectl wait --for=condition=Ready` and GitOps dashboards understand them.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+	// ConditionPublished is True on a PackageDeployment once the deployed-packages revision that
+	// carries its pin is published on the cluster repository's branch.
+	ConditionPublished = "Published"
+)
+
+// Annotations, labels and finalizers.
+const (
+	// AnnotationApprove on a WorkloadCluster with Manual approval approves the proposal with that
+	// revision ("v4").
+	AnnotationApprove = "flotilla.dev/approve"
+	// FinalizerPackageDeployment holds a deleted PackageDeployment until the deployed-packages
+	// revision without it is published.
+	FinalizerPackageDeployment = "flotilla.dev/undeploy"
+	// LabelDeployment names, on a sync object, the PackageDeployment it comes from.
+	LabelDeployment = "flotilla.dev/deployment"
+)
+
+// DeletionPolicy says what undeploying does to the workload.
+// +kubebuilder:validation:Enum=Delete;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete prunes what the sync object applied.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyOrphan leaves the workload running.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)

@@ -1,0 +1,102 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RepositorySpec says where a git repository is and how to reach it.
+type RepositorySpec struct {
+	// Git is the repository's location and credentials.
+	Git GitRepository `json:"git"`
+
+	// Interval is how often flotilla polls the repository for new branches and tags.
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="interval must be at least 5s"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+}
+
+// GitRepository is the git side of a Repository.
+// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || self.syncURL == '' || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
+type GitRepository struct {
+	// URL is what flotilla clones and pushes: http(s)://, ssh:// or file://.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh|file)://.+$')",message="url must start with http://, https://, ssh:// or file://"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="url must not carry credentials; put them in a Secret named by secretRef"
+	URL string `json:"url"`
+
+	// SyncURL is the URL the clusters' GitOps agents use to read this repository. Default: url.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	SyncURL string `json:"syncURL,omitempty"`
+
+	// Branch holds the packages and receives flotilla's commits.
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('refs/') && !self.contains('..') && !self.contains(' ') && !self.endsWith('/') && !self.startsWith('/')",message="branch must be a plain branch name such as main (no refs/ prefix, no '..', spaces or leading/trailing '/')"
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Directory is where packages live inside the repository, as in Porch's
+	// Repository.spec.git.directory.
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)\\\\.\\\\.(/|$)')",message="directory must not contain '..' segments"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._/-]*$')",message="directory may only contain letters, digits, '.', '_', '-' and '/'"
+	// +optional
+	Directory string `json:"directory,omitempty"`
+
+	// SecretRef names a Secret in the same namespace with username+password or bearerToken.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// RepositoryStatus is what flotilla last saw of the repository.
+type RepositoryStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Head is the commit at the tip of spec.git.branch.
+	// +optional
+	Head string `json:"head,omitempty"`
+	// RefsDigest changes whenever any branch or tag of the repository changes; deployments that
+	// follow `latest` re-resolve when it does.
+	// +optional
+	RefsDigest string `json:"refsDigest,omitempty"`
+}
+
+// Repository is a git repository flotilla reads packages from and writes deployed-packages to.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=frepo,categories=flotilla
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.git.url`
+// +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.git.branch`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Repository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RepositorySpec   `json:"spec"`
+	Status RepositoryStatus `json:"status,omitempty"`
+}
+
+// RepositoryList is a list of Repositories.
+// +kubebuilder:object:root=true
+type RepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Repository `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Repository{}, &RepositoryList{})
+}

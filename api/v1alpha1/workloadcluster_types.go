@@ -1,0 +1,227 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SyncEngine is the GitOps agent running in a workload cluster.
+// +kubebuilder:validation:Enum=ConfigSync;ArgoCD;Flux
+type SyncEngine string
+
+// Sync engines.
+const (
+	EngineConfigSync SyncEngine = "ConfigSync"
+	EngineArgoCD     SyncEngine = "ArgoCD"
+	EngineFlux       SyncEngine = "Flux"
+)
+
+// Approval says whether deployed-packages changes publish at once or wait for approval.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type Approval string
+
+// Approval modes.
+const (
+	ApprovalAutomatic Approval = "Automatic"
+	ApprovalManual    Approval = "Manual"
+)
+
+// WorkloadClusterSpec says where a cluster's deployed-packages lives and how the cluster syncs it.
+type WorkloadClusterSpec struct {
+	// Repository is the cluster's deployment repository: it holds deployed-packages (and variants).
+	Repository LocalObjectReference `json:"repository"`
+
+	// Sync says which GitOps engine the cluster runs and how it reads git.
+	// +kubebuilder:default={}
+	// +optional
+	Sync ClusterSync `json:"sync,omitempty"`
+
+	// Approval: Automatic publishes every deployed-packages change at once; Manual pushes it to
+	// proposed/<package>/vN and waits for the annotation flotilla.dev/approve=vN.
+	// +kubebuilder:default=Automatic
+	// +optional
+	Approval Approval `json:"approval,omitempty"`
+
+	// Context holds facts about the cluster (env, region, ...), input to specialization.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Context map[string]string `json:"context,omitempty"`
+
+	// KubeConfigSecretRef names a Secret key holding a kubeconfig for the cluster, which lets
+	// flotilla apply the root sync object and read sync health.
+	// +optional
+	KubeConfigSecretRef *SecretKeyReference `json:"kubeConfigSecretRef,omitempty"`
+
+	// Suspend stops flotilla from publishing for this cluster; nothing is removed.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ClusterSync is the cluster's GitOps engine and how it reads git.
+type ClusterSync struct {
+	// Engine is the GitOps agent in the cluster.
+	// +kubebuilder:default=ConfigSync
+	// +optional
+	Engine SyncEngine `json:"engine,omitempty"`
+
+	// Package is the name of the deployed-packages package (a directory under the repository
+	// directory).
+	// +kubebuilder:default=deployed-packages
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$')",message="package must be a relative path of letters, digits, '.', '_' and '-' segments separated by '/' (no leading '/')"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)\\\\.\\\\.?(/|$)')",message="package must not contain '.' or '..' segments"
+	// +optional
+	Package string `json:"package,omitempty"`
+
+	// Git is how the cluster's agent authenticates to git (Config Sync's auth).
+	// +optional
+	Git ClusterGitAuth `json:"git,omitempty"`
+
+	// ArgoCD settings, for engine ArgoCD.
+	// +optional
+	ArgoCD *ArgoCDSync `json:"argoCD,omitempty"`
+
+	// Flux settings, for engine Flux.
+	// +optional
+	Flux *FluxSync `json:"flux,omitempty"`
+}
+
+// ClusterGitAuth is the git authentication the cluster's agent uses.
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !(self.auth in ['ssh', 'cookiefile', 'token', 'githubapp']) || has(self.secretRef)",message="auth ssh, cookiefile, token and githubapp need secretRef naming the Secret with the credentials"
+type ClusterGitAuth struct {
+	// Auth is the Config Sync git auth type.
+	// +kubebuilder:validation:Enum=none;ssh;cookiefile;gcenode;token;gcpserviceaccount;k8sserviceaccount;githubapp
+	// +kubebuilder:default=none
+	// +optional
+	Auth string `json:"auth,omitempty"`
+	// SecretRef names the Secret, in the sync object's namespace of the workload cluster, with
+	// the agent's git credentials.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// GCPServiceAccountEmail is used with auth gcpserviceaccount.
+	// +optional
+	GCPServiceAccountEmail string `json:"gcpServiceAccountEmail,omitempty"`
+}
+
+// ArgoCDSync configures Applications for engine ArgoCD.
+type ArgoCDSync struct {
+	// Namespace of the Argo CD installation.
+	// +kubebuilder:default=argocd
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Project of the generated Applications.
+	// +kubebuilder:default=default
+	// +optional
+	Project string `json:"project,omitempty"`
+	// Destination of the generated Applications.
+	// +optional
+	Destination ArgoCDDestination `json:"destination,omitempty"`
+}
+
+// ArgoCDDestination is where Argo CD applies.
+type ArgoCDDestination struct {
+	// Server is the API server URL.
+	// +optional
+	Server string `json:"server,omitempty"`
+	// Name is the Argo CD cluster name (instead of server).
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// FluxSync configures GitRepositories and Kustomizations for engine Flux.
+type FluxSync struct {
+	// Namespace of the Flux objects.
+	// +kubebuilder:default=flux-system
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Interval of the generated Flux objects.
+	// +kubebuilder:default="1m"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+}
+
+// WorkloadClusterStatus is what flotilla last published for the cluster.
+type WorkloadClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// DeployedPackages is the latest published deployed-packages revision.
+	// +optional
+	DeployedPackages *DeployedPackagesStatus `json:"deployedPackages,omitempty"`
+	// Proposal is the deployed-packages change waiting for approval (Manual only).
+	// +optional
+	Proposal *ProposalStatus `json:"proposal,omitempty"`
+}
+
+// DeployedPackagesStatus is one published deployed-packages revision.
+type DeployedPackagesStatus struct {
+	// Revision is N of the tag <package>/vN.
+	Revision int `json:"revision"`
+	// Tag is the git tag of the revision.
+	Tag string `json:"tag"`
+	// Commit is the tagged commit.
+	Commit string `json:"commit"`
+	// Packages lists the pins this revision carries, one per PackageDeployment.
+	// +listType=map
+	// +listMapKey=deployment
+	// +optional
+	Packages []PublishedPin `json:"packages,omitempty"`
+}
+
+// PublishedPin is one PackageDeployment's pin inside a deployed-packages revision.
+type PublishedPin struct {
+	// Deployment is the PackageDeployment's name.
+	Deployment string `json:"deployment"`
+	// Tag is the package revision it pins.
+	Tag string `json:"tag"`
+}
+
+// ProposalStatus is a deployed-packages change waiting for approval.
+type ProposalStatus struct {
+	// Revision is the N the proposal will be published as; approve it with
+	// flotilla.dev/approve=vN.
+	Revision int `json:"revision"`
+	// Branch holds the proposed commit.
+	Branch string `json:"branch"`
+	// Commit is the proposed commit.
+	Commit string `json:"commit"`
+	// Summary says what changes, e.g. "+upf free5gc-upf/v6, -smf".
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// WorkloadCluster is a cluster that consumes packages through one deployed-packages package.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wc,categories=flotilla
+// +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.sync.engine`
+// +kubebuilder:printcolumn:name="Approval",type=string,JSONPath=`.spec.approval`
+// +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.deployedPackages.tag`
+// +kubebuilder:printcolumn:name="Proposal",type=string,JSONPath=`.status.proposal.branch`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkloadCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkloadClusterSpec   `json:"spec"`
+	Status WorkloadClusterStatus `json:"status,omitempty"`
+}
+
+// WorkloadClusterList is a list of WorkloadClusters.
+// +kubebuilder:object:root=true
+type WorkloadClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkloadCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkloadCluster{}, &WorkloadClusterList{})
+}

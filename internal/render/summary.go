@@ -1,0 +1,64 @@
+package render
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// Change is one difference between two deployed-packages revisions.
+type Change struct {
+	Deployment string
+	// Op is "+" (deployed), "-" (undeployed) or "~" (revision changed).
+	Op   string
+	From string
+	To   string
+}
+
+func (c Change) String() string {
+	switch c.Op {
+	case "+":
+		return "+" + c.Deployment + " " + c.To
+	case "-":
+		return "-" + c.Deployment
+	default:
+		return "~" + c.Deployment + " " + c.From + "→" + c.To
+	}
+}
+
+// Diff lists what changes from the pins old to new, sorted by deployment.
+func Diff(old, new []v1alpha1.PublishedPin) []Change {
+	before := map[string]string{}
+	for _, p := range old {
+		before[p.Deployment] = p.Tag
+	}
+	var out []Change
+	for _, p := range new {
+		from, ok := before[p.Deployment]
+		switch {
+		case !ok:
+			out = append(out, Change{Deployment: p.Deployment, Op: "+", To: p.Tag})
+		case from != p.Tag:
+			out = append(out, Change{Deployment: p.Deployment, Op: "~", From: from, To: p.Tag})
+		}
+		delete(before, p.Deployment)
+	}
+	for name, tag := range before {
+		out = append(out, Change{Deployment: name, Op: "-", From: tag})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Deployment < out[j].Deployment })
+	return out
+}
+
+// Summary is a one-line description of changes, e.g. "+upf free5gc-upf/v6, -smf".
+func Summary(changes []Change) string {
+	if len(changes) == 0 {
+		return "no change"
+	}
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ", ")
+}

@@ -193,6 +193,11 @@ type ProposalStatus struct {
 	// Summary says what changes, e.g. "+upf free5gc-upf/v6, -smf".
 	// +optional
 	Summary string `json:"summary,omitempty"`
+	// Packages lists the pins the proposal carries.
+	// +listType=map
+	// +listMapKey=deployment
+	// +optional
+	Packages []PublishedPin `json:"packages,omitempty"`
 }
 
 // WorkloadCluster is a cluster that consumes packages through one deployed-packages package.

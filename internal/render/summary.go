@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
 
@@ -61,4 +63,32 @@ func Summary(changes []Change) string {
 		parts[i] = c.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ParsePins reads back the pins of a rendered deployed-packages package: the deployment label
+// and the pinned revision of every sync object. Files that are not sync objects are skipped.
+func ParsePins(files map[string][]byte) []v1alpha1.PublishedPin {
+	var pins []v1alpha1.PublishedPin
+	for _, b := range files {
+		var obj struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				Git struct {
+					Revision string `json:"revision"`
+				} `json:"git"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &obj); err != nil {
+			continue
+		}
+		name := obj.Metadata.Labels[v1alpha1.LabelDeployment]
+		if name == "" || obj.Spec.Git.Revision == "" {
+			continue
+		}
+		pins = append(pins, v1alpha1.PublishedPin{Deployment: name, Tag: obj.Spec.Git.Revision})
+	}
+	sort.Slice(pins, func(i, j int) bool { return pins[i].Deployment < pins[j].Deployment })
+	return pins
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+type controllerOptions struct {
+	kubeconfig     string
+	metricsAddr    string
+	probeAddr      string
+	leaderElection bool
+	leaderNS       string
+	cacheDir       string
+	zap            zap.Options
+}
+
+func controllerCmd() *cobra.Command {
+	o := controllerOptions{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the flotilla controller manager",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	f.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader, so only one replica reconciles at a time")
+	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
+	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zap.BindFlags(goflags)
+	f.AddGoFlagSet(goflags)
+	return cmd
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	return s
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func runController(cmd *cobra.Command, o controllerOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElection,
+		LeaderElectionID:        "flotilla.flotilla.dev",
+		LeaderElectionNamespace: o.leaderNS,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir)); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

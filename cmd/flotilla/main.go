@@ -1,0 +1,24 @@
+// Command flotilla deploys kpt packages to fleets of clusters through GitOps: the controller, and
+// the same logic on local files (render, demo).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "flotilla",
+		Short:         "Deploy kpt packages to fleets of clusters through GitOps, one pinned revision at a time",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(controllerCmd(), renderCmd(), demoCmd(), approveCmd(), versionCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,46 @@
+// Package conditions sets kstatus conditions (Ready, Reconciling, Stalled) consistently, so
+// `kubectl wait --for=condition=Ready` and GitOps dashboards read every flotilla kind the same way.
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// Ready marks the object done: Ready=True, no Reconciling, no Stalled.
+func Ready(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, v1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling)
+	meta.RemoveStatusCondition(conds, v1alpha1.ConditionStalled)
+}
+
+// Progressing marks work under way or waiting for something that will happen by itself (or by
+// approval): Ready=False and Reconciling=True with the same reason.
+func Progressing(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	set(conds, gen, v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, v1alpha1.ConditionStalled)
+}
+
+// Stalled marks an error that needs the user: Ready=False and Stalled=True. Flotilla keeps
+// retrying, but nothing changes until the cause is fixed.
+func Stalled(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	set(conds, gen, v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling)
+}
+
+// Set sets one condition of any type.
+func Set(conds *[]metav1.Condition, gen int64, typ string, status bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	set(conds, gen, typ, s, reason, msg)
+}
+
+func set(conds *[]metav1.Condition, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, ObservedGeneration: gen, Reason: reason, Message: msg})
+}

@@ -1,0 +1,50 @@
+// Package index defines the field indexes the reconcilers look objects up by, so an event
+// re-reconciles only the objects it affects.
+package index
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+const (
+	// DeploymentCluster indexes PackageDeployments by spec.cluster.name.
+	DeploymentCluster = "spec.cluster.name"
+	// DeploymentRepository indexes PackageDeployments by the Repository they read the package
+	// from, when it is named explicitly or already resolved.
+	DeploymentRepository = "packageRepository"
+	// ClusterRepository indexes WorkloadClusters by spec.repository.name.
+	ClusterRepository = "spec.repository.name"
+)
+
+// Setup registers the indexes with the manager's cache.
+func Setup(ctx context.Context, mgr manager.Manager) error {
+	fi := mgr.GetFieldIndexer()
+	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentCluster, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.PackageDeployment).Spec.Cluster.Name}
+	}); err != nil {
+		return err
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentRepository, deploymentRepositories); err != nil {
+		return err
+	}
+	return fi.IndexField(ctx, &v1alpha1.WorkloadCluster{}, ClusterRepository, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.WorkloadCluster).Spec.Repository.Name}
+	})
+}
+
+func deploymentRepositories(o client.Object) []string {
+	pd := o.(*v1alpha1.PackageDeployment)
+	var out []string
+	if r := pd.Spec.Package.Repository; r != nil {
+		out = append(out, r.Name)
+	}
+	if r := pd.Status.Resolved; r != nil && (len(out) == 0 || out[0] != r.Repository) {
+		out = append(out, r.Repository)
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+// Package packagedeployment reconciles PackageDeployment: it resolves the package revision the
+// deployment asks for into an exact pin (status.resolved), reports whether the cluster's
+// published deployed-packages carries that pin, and holds a deleted deployment until a
+// deployed-packages revision without it is published. Publishing itself is the WorkloadCluster
+// reconciler's job.
+package packagedeployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// Reconciler reconciles PackageDeployment objects.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Secrets without caching them.
+	APIReader client.Reader
+	Git       fleet.Git
+}
+
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters;repositories,verbs=get;list;watch
+
+// Reconcile resolves the deployment's pin and reports where it is published.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	pd := &v1alpha1.PackageDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	p := patch.New(r.Client, pd)
+	defer func() {
+		if perr := p.Patch(ctx, pd); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+
+	cluster, err := r.cluster(ctx, pd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !pd.DeletionTimestamp.IsZero() {
+		reconcileDelete(pd, cluster)
+		return ctrl.Result{}, nil
+	}
+	controllerutil.AddFinalizer(pd, v1alpha1.FinalizerPackageDeployment)
+	if cluster == nil {
+		setClusterMissing(pd)
+		return ctrl.Result{}, nil
+	}
+	if !pd.Spec.Suspend {
+		if err := r.resolve(ctx, pd, cluster); err != nil {
+			setResolveFailed(pd, err)
+			return ctrl.Result{}, nil
+		}
+	}
+	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
+	setPublication(pd, cluster)
+	return ctrl.Result{}, nil
+}
+
+// cluster returns the deployment's cluster, nil if it does not exist.
+func (r *Reconciler) cluster(ctx context.Context, pd *v1alpha1.PackageDeployment) (*v1alpha1.WorkloadCluster, error) {
+	cluster := &v1alpha1.WorkloadCluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: pd.Namespace, Name: pd.Spec.Cluster.Name}, cluster)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cluster, err
+}
+
+// resolve pins the revision pd asks for. On error the previous pin stays, so a repository outage
+// or a typo in the revision never undeploys anything.
+func (r *Reconciler) resolve(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) error {
+	name := cluster.Spec.Repository.Name
+	if ref := pd.Spec.Package.Repository; ref != nil {
+		name = ref.Name
+	}
+	repo := &v1alpha1.Repository{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pd.Namespace, Name: name}, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, pd.Namespace, name)
+		}
+		return err
+	}
+	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	if err != nil {
+		return err
+	}
+	resolved, err := fleet.Resolve(ctx, r.Git, remote, repo, pd)
+	if err != nil {
+		return err
+	}
+	pd.Status.Resolved = &resolved
+	return nil
+}
+
+var errRepositoryNotFound = errors.New("repository not found")
+
+// reconcileDelete releases the finalizer once no published deployed-packages revision carries
+// the deployment (or it never was, or its cluster is gone).
+func reconcileDelete(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
+	if cluster != nil && publishedTag(cluster, pd.Name) != "" {
+		setUndeploying(pd, cluster)
+		return
+	}
+	controllerutil.RemoveFinalizer(pd, v1alpha1.FinalizerPackageDeployment)
+}
+
+func publishedTag(cluster *v1alpha1.WorkloadCluster, deployment string) string {
+	dp := cluster.Status.DeployedPackages
+	if dp == nil {
+		return ""
+	}
+	for _, p := range dp.Packages {
+		if p.Deployment == deployment {
+			return p.Tag
+		}
+	}
+	return ""
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,63 @@
+package packagedeployment
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+)
+
+func setClusterMissing(pd *v1alpha1.PackageDeployment) {
+	conditions.Stalled(&pd.Status.Conditions, pd.Generation, "ClusterNotFound",
+		fmt.Sprintf("WorkloadCluster %s/%s does not exist: create it or fix spec.cluster.name", pd.Namespace, pd.Spec.Cluster.Name))
+}
+
+func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) {
+	reason, stalled := gitremote.Reason(err)
+	if errors.Is(err, errRepositoryNotFound) {
+		reason, stalled = "RepositoryNotFound", true
+	}
+	msg := err.Error()
+	if pd.Status.Resolved != nil {
+		msg += fmt.Sprintf("; keeping the current pin %s", pd.Status.Resolved.Tag)
+	}
+	if stalled {
+		conditions.Stalled(&pd.Status.Conditions, pd.Generation, reason, msg)
+		return
+	}
+	conditions.Progressing(&pd.Status.Conditions, pd.Generation, reason, msg+"; retrying")
+}
+
+// setPublication reports whether the cluster's published deployed-packages carries the pin.
+func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
+	gen := pd.Generation
+	want := pd.Status.Resolved
+	got := publishedTag(cluster, pd.Name)
+	switch {
+	case want == nil:
+		conditions.Progressing(&pd.Status.Conditions, gen, "Resolving", "resolving the package revision")
+		return
+	case got == want.Tag:
+		dp := cluster.Status.DeployedPackages
+		pd.Status.DeployedPackagesRevision = dp.Revision
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, true, "Published", fmt.Sprintf("%s pinned in %s", want.Tag, dp.Tag))
+		conditions.Ready(&pd.Status.Conditions, gen, "Published", fmt.Sprintf("%s pinned in %s", want.Tag, dp.Tag))
+	case cluster.Spec.Approval == v1alpha1.ApprovalManual && cluster.Status.Proposal != nil:
+		p := cluster.Status.Proposal
+		msg := fmt.Sprintf("%s waits for approval of %s: flotilla approve %s (or annotate it %s=v%d)", want.Tag, p.Branch, cluster.Name, v1alpha1.AnnotationApprove, p.Revision)
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "WaitingForApproval", msg)
+		conditions.Progressing(&pd.Status.Conditions, gen, "WaitingForApproval", msg)
+	default:
+		msg := fmt.Sprintf("%s waits to be published in %s of cluster %s", want.Tag, "deployed-packages", cluster.Name)
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "Publishing", msg)
+		conditions.Progressing(&pd.Status.Conditions, gen, "Publishing", msg)
+	}
+	pd.Status.ObservedGeneration = gen
+}
+
+func setUndeploying(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
+	conditions.Progressing(&pd.Status.Conditions, pd.Generation, "Undeploying",
+		fmt.Sprintf("waiting for a deployed-packages revision of cluster %s without this deployment", cluster.Name))
+}

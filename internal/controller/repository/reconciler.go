@@ -1,0 +1,74 @@
+// Package repository reconciles Repository: it polls the git repository at spec.interval and
+// records its head and a digest of its refs, so deployments that follow `latest` notice new tags.
+package repository
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+// Git is the part of pkgrepo.Store the reconciler uses.
+type Git interface {
+	Refresh(ctx context.Context, r pkgrepo.Remote) (pkgrepo.Snapshot, error)
+}
+
+// Reconciler reconciles Repository objects.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Secrets without caching them.
+	APIReader client.Reader
+	Git       Git
+}
+
+// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// Reconcile fetches the repository and records what it saw.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	repo := &v1alpha1.Repository{}
+	if err := r.Client.Get(ctx, req.NamespacedName, repo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	p := patch.New(r.Client, repo)
+	defer func() {
+		if perr := p.Patch(ctx, repo); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+
+	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	if err != nil {
+		setFetchFailed(repo, err)
+		return ctrl.Result{RequeueAfter: interval(repo)}, nil
+	}
+	snap, err := r.Git.Refresh(ctx, remote)
+	if err != nil {
+		setFetchFailed(repo, err)
+		return ctrl.Result{RequeueAfter: interval(repo)}, nil
+	}
+	repo.Status.Head, repo.Status.RefsDigest = snap.Head, snap.RefsDigest
+	setFetched(repo, snap)
+	repo.Status.ObservedGeneration = repo.Generation
+	return ctrl.Result{RequeueAfter: interval(repo)}, nil
+}
+
+func interval(repo *v1alpha1.Repository) time.Duration {
+	if d := repo.Spec.Interval.Duration; d > 0 {
+		return d
+	}
+	return time.Minute
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}).Named("repository").Complete(r)
+}

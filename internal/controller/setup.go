@@ -1,0 +1,35 @@
+// Package controller wires flotilla's reconcilers into a controller-runtime manager; the
+// reconcilers live in one package per kind below it.
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
+	"github.com/flotilla-dev/flotilla/internal/controller/repository"
+	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+// Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
+func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store) error {
+	if err := index.Setup(ctx, mgr); err != nil {
+		return fmt.Errorf("set up indexes: %w", err)
+	}
+	c, reader := mgr.GetClient(), mgr.GetAPIReader()
+	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
+		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla")},
+	}
+	for _, r := range reconcilers {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package workloadcluster reconciles WorkloadCluster: it renders the cluster's deployed-packages
+// from the pins of its PackageDeployments and publishes it (Automatic) or proposes it and
+// publishes on approval (Manual).
+package workloadcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// Reconciler reconciles WorkloadCluster objects.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Secrets without caching them.
+	APIReader client.Reader
+	Git       fleet.Git
+	Events    events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments;repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile publishes the cluster's deployed-packages.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	cluster := &v1alpha1.WorkloadCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	p := patch.New(r.Client, cluster)
+	defer func() {
+		if perr := p.Patch(ctx, cluster); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if cluster.Spec.Suspend {
+		setSuspended(cluster)
+		return ctrl.Result{}, nil
+	}
+
+	repo, err := r.repository(ctx, cluster.Namespace, cluster.Spec.Repository.Name)
+	if err != nil {
+		setFailed(cluster, err)
+		return ctrl.Result{}, ignoreUserError(err)
+	}
+	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	if err != nil {
+		setFailed(cluster, err)
+		return ctrl.Result{}, nil
+	}
+	pins, err := r.pins(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, pins, cluster.Status.DeployedPackages, cluster.Status.Proposal)
+	cluster.Status.DeployedPackages, cluster.Status.Proposal = out.Published, out.Proposal
+	if err != nil {
+		setFailed(cluster, err)
+		return ctrl.Result{}, ignoreUserError(err)
+	}
+	r.recordEvent(cluster, out)
+	setPublished(cluster, out)
+	return ctrl.Result{}, nil
+}
+
+// pins collects the resolved pins of the cluster's deployments that are not being deleted.
+func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
+	var list v1alpha1.PackageDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name}); err != nil {
+		return nil, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
+	}
+	repos := map[string]*v1alpha1.Repository{}
+	var pins []render.Pin
+	for i := range list.Items {
+		pd := &list.Items[i]
+		if !pd.DeletionTimestamp.IsZero() || pd.Status.Resolved == nil {
+			continue
+		}
+		name := pd.Status.Resolved.Repository
+		if repos[name] == nil {
+			repo, err := r.repository(ctx, cluster.Namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			repos[name] = repo
+		}
+		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repos[name]), Branch: gitremote.Branch(repos[name]), Resolved: *pd.Status.Resolved})
+	}
+	return pins, nil
+}
+
+var errRepositoryNotFound = errors.New("repository not found")
+
+func (r *Reconciler) repository(ctx context.Context, namespace, name string) (*v1alpha1.Repository, error) {
+	repo := &v1alpha1.Repository{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, namespace, name)
+		}
+		return nil, err
+	}
+	return repo, nil
+}
+
+// ignoreUserError drops errors the user must fix (they are in the conditions; retrying at once
+// would not help) and returns the others, so the work queue retries them with backoff.
+func ignoreUserError(err error) error {
+	if _, stalled := reason(err); stalled {
+		return nil
+	}
+	return err
+}
+
+func (r *Reconciler) recordEvent(cluster *v1alpha1.WorkloadCluster, out fleet.Outcome) {
+	if r.Events == nil || !out.Wrote {
+		return
+	}
+	summary := render.Summary(out.Changes)
+	switch {
+	case out.Proposal != nil && !out.Approved:
+		r.Events.Eventf(cluster, nil, corev1.EventTypeNormal, "Proposed", "Propose", "proposed %s: %s", out.Proposal.Branch, out.Proposal.Summary)
+	case out.Published != nil:
+		r.Events.Eventf(cluster, nil, corev1.EventTypeNormal, "Published", "Publish", "published %s: %s", out.Published.Tag, summary)
+	}
+}

@@ -1,0 +1,53 @@
+package workloadcluster
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+func setSuspended(c *v1alpha1.WorkloadCluster) {
+	conditions.Ready(&c.Status.Conditions, c.Generation, "Suspended", "spec.suspend is true: flotilla publishes nothing for this cluster")
+	c.Status.ObservedGeneration = c.Generation
+}
+
+func reason(err error) (string, bool) {
+	switch {
+	case errors.Is(err, errRepositoryNotFound):
+		return "RepositoryNotFound", true
+	case errors.Is(err, pkgrepo.ErrProposalChanged), errors.Is(err, pkgrepo.ErrProposalNotFound), errors.Is(err, pkgrepo.ErrTagExists):
+		return "ApprovalFailed", true
+	}
+	return gitremote.Reason(err)
+}
+
+func setFailed(c *v1alpha1.WorkloadCluster, err error) {
+	r, stalled := reason(err)
+	msg := err.Error() + "; nothing was published"
+	if stalled {
+		conditions.Stalled(&c.Status.Conditions, c.Generation, r, msg)
+		return
+	}
+	conditions.Progressing(&c.Status.Conditions, c.Generation, r, msg+", retrying")
+}
+
+func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome) {
+	gen := c.Generation
+	c.Status.ObservedGeneration = gen
+	if p := out.Proposal; p != nil {
+		msg := fmt.Sprintf("%s (%s) waits for approval: flotilla approve %s, or kubectl annotate workloadcluster %s %s=v%d",
+			p.Branch, p.Summary, c.Name, c.Name, v1alpha1.AnnotationApprove, p.Revision)
+		conditions.Progressing(&c.Status.Conditions, gen, "WaitingForApproval", msg)
+		return
+	}
+	if out.Published == nil {
+		conditions.Progressing(&c.Status.Conditions, gen, "Publishing", "no deployed-packages revision is published yet")
+		return
+	}
+	conditions.Ready(&c.Status.Conditions, gen, "Published", fmt.Sprintf("%s is published (%d packages)", out.Published.Tag, len(out.Published.Packages)))
+}

@@ -1,0 +1,104 @@
+// Package fleet is what the controller and `flotilla render` share: resolving a deployment to an
+// exact package revision, and publishing (or proposing) a cluster's deployed-packages. It talks
+// to git through the small Git interface and knows nothing of the Kubernetes API.
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// Git is the part of pkgrepo.Store that fleet uses.
+type Git interface {
+	Resolve(ctx context.Context, r pkgrepo.Remote, pkg, revision string) (pkgrepo.Revision, error)
+	Publish(ctx context.Context, r pkgrepo.Remote, req pkgrepo.PublishRequest) (pkgrepo.PublishResult, error)
+	Approve(ctx context.Context, r pkgrepo.Remote, pkg string, number int, commit string) (pkgrepo.PublishResult, error)
+}
+
+// Resolve resolves the package revision pd asks for in repo, which remote reaches.
+func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1.Repository, pd *v1alpha1.PackageDeployment) (v1alpha1.ResolvedRevision, error) {
+	pkg := render.PackagePath(repo.Spec.Git.Directory, pd.Spec.Package.Name)
+	rev, err := git.Resolve(ctx, remote, pkg, pd.Spec.Package.Revision)
+	if err != nil {
+		return v1alpha1.ResolvedRevision{}, err
+	}
+	return v1alpha1.ResolvedRevision{
+		Repository: repo.Name,
+		Revision:   rev.Number,
+		Tag:        rev.Tag,
+		Commit:     rev.Commit,
+		Directory:  "/" + pkg,
+	}, nil
+}
+
+// Outcome is what publishing a cluster's deployed-packages did.
+type Outcome struct {
+	// Published is the deployed-packages revision on the branch (nil when there is none yet).
+	Published *v1alpha1.DeployedPackagesStatus
+	// Proposal is the change waiting for approval (Manual only).
+	Proposal *v1alpha1.ProposalStatus
+	// Changes lists what the latest write changed (empty when nothing was written).
+	Changes []render.Change
+	// Approved is true when this call published an approved proposal.
+	Approved bool
+	// Wrote is true when a commit was pushed (a revision or a proposal).
+	Wrote bool
+}
+
+// Publish renders the cluster's deployed-packages from pins and publishes it on the cluster
+// repository's branch (Automatic) or proposes it (Manual), approving a pending proposal first when
+// the cluster carries flotilla.dev/approve=v<N> for it. published is the cluster's current
+// revision (nil if unknown); proposal its pending proposal.
+func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
+	pins []render.Pin, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
+	pkg, err := render.DeployedPackages(cluster, pins)
+	if err != nil {
+		return Outcome{}, err
+	}
+	path := render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster))
+	out := Outcome{Published: published, Proposal: proposal}
+
+	manual := cluster.Spec.Approval == v1alpha1.ApprovalManual
+	if manual && proposal != nil && cluster.Annotations[v1alpha1.AnnotationApprove] == fmt.Sprintf("v%d", proposal.Revision) {
+		res, err := git.Approve(ctx, remote, path, proposal.Revision, proposal.Commit)
+		if err != nil {
+			return out, fmt.Errorf("approve %s: %w", proposal.Branch, err)
+		}
+		out.Changes = render.Diff(pinsOf(published), proposal.Packages)
+		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, Packages: proposal.Packages}
+		out.Proposal, out.Approved, out.Wrote = nil, true, true
+	}
+
+	changes := render.Diff(pinsOf(out.Published), pkg.Pins)
+	res, err := git.Publish(ctx, remote, pkgrepo.PublishRequest{
+		Package:  path,
+		Files:    pkg.Files,
+		Message:  fmt.Sprintf("%s for cluster %s: %s", render.PackageName(cluster), cluster.Name, render.Summary(changes)),
+		Proposal: manual,
+	})
+	if err != nil {
+		return out, err
+	}
+	switch {
+	case manual && res.Branch != "":
+		out.Proposal = &v1alpha1.ProposalStatus{Revision: res.Revision, Branch: res.Branch, Commit: res.Commit, Summary: render.Summary(changes), Packages: pkg.Pins}
+	case res.Tag != "":
+		out.Proposal = nil
+		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, Packages: pkg.Pins}
+	}
+	if res.Changed {
+		out.Changes, out.Wrote = changes, true
+	}
+	return out, nil
+}
+
+func pinsOf(p *v1alpha1.DeployedPackagesStatus) []v1alpha1.PublishedPin {
+	if p == nil {
+		return nil
+	}
+	return p.Packages
+}

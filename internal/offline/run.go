@@ -1,0 +1,170 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// Git is the part of pkgrepo.Store that offline runs use.
+type Git interface {
+	fleet.Git
+	Latest(ctx context.Context, r pkgrepo.Remote, pkg string) (pkgrepo.Revision, bool, error)
+	ReadPackage(ctx context.Context, r pkgrepo.Remote, pkg, commit string) (map[string][]byte, error)
+}
+
+// Result is what happened to one cluster.
+type Result struct {
+	Cluster string
+	// Outcome is set when publishing was attempted without error.
+	Outcome fleet.Outcome
+	// Err says why nothing was published for the cluster.
+	Err error
+}
+
+// Run publishes (or, for Manual clusters, proposes) every cluster's deployed-packages, in name
+// order. A cluster with any deployment that cannot be resolved publishes nothing, so a bad
+// deployment never undeploys the others.
+func Run(ctx context.Context, git Git, f *Fleet) []Result {
+	var results []Result
+	for _, key := range sortedKeys(f.Clusters) {
+		c := f.Clusters[key]
+		out, err := publishCluster(ctx, git, f, c)
+		results = append(results, Result{Cluster: key, Outcome: out, Err: err})
+	}
+	return results
+}
+
+func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.WorkloadCluster) (fleet.Outcome, error) {
+	if c.Spec.Suspend {
+		return fleet.Outcome{}, fmt.Errorf("suspended")
+	}
+	repo := f.Repositories[c.Namespace+"/"+c.Spec.Repository.Name]
+	remote, err := f.remote(repo)
+	if err != nil {
+		return fleet.Outcome{}, err
+	}
+	pins, err := f.pins(ctx, git, c)
+	if err != nil {
+		return fleet.Outcome{}, err
+	}
+	published, err := current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
+	if err != nil {
+		return fleet.Outcome{}, err
+	}
+	return fleet.Publish(ctx, git, remote, c, repo, pins, published, nil)
+}
+
+func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
+	var pins []render.Pin
+	for _, key := range sortedKeys(f.Deployments) {
+		pd := f.Deployments[key]
+		if pd.Namespace != c.Namespace || pd.Spec.Cluster.Name != c.Name {
+			continue
+		}
+		name := c.Spec.Repository.Name
+		if r := pd.Spec.Package.Repository; r != nil {
+			name = r.Name
+		}
+		repo := f.Repositories[pd.Namespace+"/"+name]
+		remote, err := f.remote(repo)
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
+		}
+		resolved, err := fleet.Resolve(ctx, git, remote, repo, pd)
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
+		}
+		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: resolved})
+	}
+	return pins, nil
+}
+
+func (f *Fleet) remote(repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
+	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: gitremote.Branch(repo)}
+	if ref := repo.Spec.Git.SecretRef; ref != nil {
+		s := f.Secrets[repo.Namespace+"/"+ref.Name]
+		if s == nil {
+			return r, fmt.Errorf("%w %s/%s not found in the input files", gitremote.ErrSecret, repo.Namespace, ref.Name)
+		}
+		auth, err := gitremote.FromSecret(s)
+		if err != nil {
+			return r, err
+		}
+		r.Auth = auth
+	}
+	return r, nil
+}
+
+// current reads the latest published deployed-packages revision and the pins it carries.
+func current(ctx context.Context, git Git, remote pkgrepo.Remote, pkg string) (*v1alpha1.DeployedPackagesStatus, error) {
+	rev, ok, err := git.Latest(ctx, remote, pkg)
+	if err != nil || !ok {
+		return nil, err
+	}
+	files, err := git.ReadPackage(ctx, remote, pkg, rev.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha1.DeployedPackagesStatus{Revision: rev.Number, Tag: rev.Tag, Commit: rev.Commit, Packages: render.ParsePins(files)}, nil
+}
+
+// PrintTable writes one row per cluster: what was published or proposed, and what changed.
+func PrintTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tACTION\tREVISION\tCOMMIT\tCHANGES")
+	for _, r := range results {
+		action, rev, commit, changes := row(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Cluster, action, rev, commit, changes)
+	}
+	return tw.Flush()
+}
+
+func row(r Result) (action, rev, commit, changes string) {
+	o := r.Outcome
+	switch {
+	case r.Err != nil:
+		return "error", "-", "-", strings.ReplaceAll(r.Err.Error(), "\n", " ")
+	case o.Proposal != nil:
+		action, rev, commit = "proposed", o.Proposal.Branch, short(o.Proposal.Commit)
+	case o.Published != nil:
+		action, rev, commit = "unchanged", o.Published.Tag, short(o.Published.Commit)
+		if o.Wrote {
+			action = "published"
+		}
+	default:
+		return "unchanged", "-", "-", "-"
+	}
+	changes = "-"
+	if o.Wrote {
+		changes = render.Summary(o.Changes)
+	}
+	return action, rev, commit, changes
+}
+
+// Failed counts the clusters that published nothing because of an error.
+func Failed(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+

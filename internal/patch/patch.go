@@ -1,0 +1,70 @@
+// Package patch is the one write path of a reconciler for its object: it remembers the object as
+// read and, at the end of the reconcile, patches metadata (finalizers) and status only where they
+// changed.
+package patch
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Helper patches one object.
+type Helper struct {
+	client client.Client
+	before client.Object
+}
+
+// New remembers obj as read from the API server.
+func New(c client.Client, obj client.Object) *Helper {
+	return &Helper{client: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// Patch writes the changes made to obj since New: finalizers and other metadata with an
+// optimistic lock (so another writer's finalizer is never dropped), status through the status
+// subresource. An object that is gone after its last finalizer was removed is not an error.
+func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
+	statusChanged, err := changed(h.before, obj, "status")
+	if err != nil {
+		return err
+	}
+	desired := obj.DeepCopyObject().(client.Object)
+	if !equality.Semantic.DeepEqual(h.before.GetFinalizers(), obj.GetFinalizers()) ||
+		!equality.Semantic.DeepEqual(h.before.GetAnnotations(), obj.GetAnnotations()) {
+		if err := h.client.Patch(ctx, obj, client.MergeFromWithOptions(h.before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("patch %s metadata: %w", obj.GetName(), err)
+		}
+		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+			return nil
+		}
+	}
+	if !statusChanged {
+		return nil
+	}
+	if err := h.client.Status().Patch(ctx, desired, client.MergeFrom(h.before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patch %s status: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+func changed(before, after client.Object, field string) (bool, error) {
+	b, err := runtime.DefaultUnstructuredConverter.ToUnstructured(before)
+	if err != nil {
+		return false, err
+	}
+	a, err := runtime.DefaultUnstructuredConverter.ToUnstructured(after)
+	if err != nil {
+		return false, err
+	}
+	return !equality.Semantic.DeepEqual(b[field], a[field]), nil
+}

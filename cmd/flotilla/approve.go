@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
 func approveCmd() *cobra.Command {
@@ -66,6 +67,6 @@ func kubeClient(kubeconfig, namespace string) (client.Client, string, error) {
 			return nil, "", err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	return c, namespace, err
 }

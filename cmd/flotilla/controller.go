@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
 type controllerOptions struct {
@@ -52,13 +50,6 @@ func controllerCmd() *cobra.Command {
 	return cmd
 }
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	return s
-}
-
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -73,7 +64,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme(),
+		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElection,

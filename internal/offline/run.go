@@ -167,4 +167,3 @@ func short(sha string) string {
 	}
 	return sha
 }
-

@@ -1,0 +1,130 @@
+// Package gittest runs real git for tests: a smart-HTTP server (git
+// http-backend behind net/http/cgi) and helpers that seed and inspect bare
+// repositories with the git CLI.
+//
+// Tests talk to the same git a user's server runs instead of a mock, so what
+// passes here passes against GitHub, Gitea or Porch's git.
+package gittest
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Server is a smart-HTTP git server whose repositories live in a temporary
+// directory. Push is enabled for every repository it creates.
+type Server struct {
+	// URL is the base URL, e.g. http://127.0.0.1:PORT; a repository's clone
+	// URL is URL + "/" + name + ".git".
+	URL string
+
+	root string
+	user string
+	pass string
+	wrap []func(http.Handler) http.Handler
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithBasicAuth makes the server answer 401 with a WWW-Authenticate header to
+// every request that does not carry exactly these basic-auth credentials.
+func WithBasicAuth(user, password string) Option {
+	return func(s *Server) { s.user, s.pass = user, password }
+}
+
+// WithMiddleware wraps the git handler (inside basic auth), so a test can
+// act between a client's requests, e.g. push a competing commit just before
+// a receive-pack request is served to provoke a lost race.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(s *Server) { s.wrap = append(s.wrap, mw) }
+}
+
+// NewServer starts a server rooted in t.TempDir(); t.Cleanup stops it.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := &Server{root: t.TempDir()}
+	for _, o := range opts {
+		o(s)
+	}
+	backend := filepath.Join(execPath(t), "git-http-backend")
+	h := &cgi.Handler{
+		Path: backend,
+		Root: "/",
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			// Keep the developer's own git configuration out of the server.
+			"GIT_CONFIG_NOSYSTEM=1",
+			"GIT_CONFIG_GLOBAL=/dev/null",
+			"HOME=" + s.root,
+		},
+		// Hook output and backend errors show up with the test's log.
+		Stderr: logWriter{t},
+	}
+	var handler http.Handler = h
+	for _, mw := range s.wrap {
+		handler = mw(handler)
+	}
+	srv := httptest.NewServer(s.authenticate(handler))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// authenticate guards next with basic auth when the server was configured
+// with credentials.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if s.user == "" && s.pass == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(s.user)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(p), []byte(s.pass)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="gittest"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// CreateRepo creates the empty bare repository "<name>.git" (default branch
+// main, push over HTTP allowed) and returns its clone URL.
+func (s *Server) CreateRepo(t testing.TB, name string) string {
+	t.Helper()
+	dir := s.Dir(name)
+	git(t, "", "init", "-q", "--bare", "-b", "main", dir)
+	git(t, dir, "config", "http.receivepack", "true")
+	return s.URL + "/" + name + ".git"
+}
+
+// Dir is the path of the bare repository on disk, so a test can also reach
+// it through a file:// URL or the helpers in this package.
+func (s *Server) Dir(name string) string {
+	return filepath.Join(s.root, name+".git")
+}
+
+func execPath(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// logWriter sends what git http-backend prints to stderr to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("git http-backend: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,142 @@
+package pkgrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// Sentinel errors. Every error this package returns for one of these
+// situations wraps the matching sentinel, so callers can map it to a
+// condition reason with errors.Is.
+var (
+	// ErrPackageNotFound: the package has no published revision, or the
+	// revision has no <package>/Kptfile.
+	ErrPackageNotFound = errors.New("package not found")
+	// ErrRevisionNotFound: the package exists but not at that revision.
+	ErrRevisionNotFound = errors.New("revision not found")
+	// ErrAuthentication: the server rejected the credentials (HTTP 401/403).
+	ErrAuthentication = errors.New("authentication failed")
+	// ErrUnreachable: the repository could not be reached (connection
+	// refused, DNS, HTTP 5xx) or does not exist.
+	ErrUnreachable = errors.New("repository unreachable")
+	// ErrProposalNotFound: there is no branch proposed/<package>/v<N>.
+	ErrProposalNotFound = errors.New("proposal not found")
+	// ErrProposalChanged: the proposal branch no longer points at the commit
+	// that was approved.
+	ErrProposalChanged = errors.New("proposal changed")
+	// ErrTagExists: the revision a proposal would publish is already taken.
+	ErrTagExists = errors.New("tag already exists")
+)
+
+// transportError reports a failed fetch or push. Its message names the
+// repository without userinfo and has every credential scrubbed out; the
+// go-git error it came from is only reachable through Unwrap when its text
+// contains no credential.
+type transportError struct {
+	op    string
+	url   string
+	kind  error // one of the sentinels, or nil
+	msg   string
+	cause error
+}
+
+func (e *transportError) Error() string {
+	if e.kind != nil {
+		return fmt.Sprintf("%s %s: %v: %s", e.op, e.url, e.kind, e.msg)
+	}
+	return fmt.Sprintf("%s %s: %s", e.op, e.url, e.msg)
+}
+
+func (e *transportError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.kind, e.cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// wrapTransport turns an error from go-git's transport into a
+// transportError for op against ep.
+func wrapTransport(op string, ep endpoint, err error) error {
+	msg := scrub(err.Error(), ep.secrets)
+	e := &transportError{op: op, url: ep.display, kind: classify(err), msg: strings.TrimRight(msg, " \n:")}
+	if msg == err.Error() {
+		e.cause = err
+	} else if ctxErr := contextError(err); ctxErr != nil {
+		e.cause = ctxErr
+	}
+	return e
+}
+
+// classify maps a transport error to the sentinel a user can act on, or nil
+// when it is none of them.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired),
+		errors.Is(err, transport.ErrAuthorizationFailed):
+		return ErrAuthentication
+	case errors.Is(err, transport.ErrRepositoryNotFound),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH):
+		return ErrUnreachable
+	}
+	if contextError(err) != nil {
+		return nil
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	if errors.As(err, &dnsErr) || errors.As(err, &opErr) {
+		return ErrUnreachable
+	}
+	// go-git reports other HTTP statuses as an *http.Err inside a
+	// plumbing.UnexpectedError, which has no Unwrap.
+	var unexpected *plumbing.UnexpectedError
+	if errors.As(err, &unexpected) {
+		var httpErr *githttp.Err
+		if errors.As(unexpected.Err, &httpErr) && httpErr.StatusCode() >= 500 {
+			return ErrUnreachable
+		}
+		var netErr net.Error
+		if errors.As(unexpected.Err, &netErr) {
+			return ErrUnreachable
+		}
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return ErrUnreachable
+	}
+	return nil
+}
+
+func contextError(err error) error {
+	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, ctxErr) {
+			return ctxErr
+		}
+	}
+	return nil
+}
+
+// scrub replaces every occurrence of a secret in msg. Belt and braces: the
+// URL handed to go-git never carries credentials, but a server may echo what
+// it was sent.
+func scrub(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "<redacted>")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,255 @@
+package pkgrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Revision is a published revision of a package: tag Package/vNumber on
+// Commit (annotated tags peeled).
+type Revision struct {
+	Package string
+	Number  int
+	Tag     string
+	Commit  string
+}
+
+// Resolve finds revision ("vN", or "latest" for the highest N) of pkg and
+// checks that pkg/Kptfile exists in its commit. It reads the mirror as last
+// refreshed and fetches first only when the mirror is older than
+// RefreshInterval, so a caller that needs the newest tags calls Refresh.
+func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Revision, error) {
+	pkg, err := cleanPackage(pkg)
+	if err != nil {
+		return Revision{}, err
+	}
+	want, err := parseRevision(revision)
+	if err != nil {
+		return Revision{}, err
+	}
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return Revision{}, err
+	}
+	defer unlock()
+	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		return Revision{}, err
+	}
+
+	revs, err := m.revisions(pkg)
+	if err != nil {
+		return Revision{}, fmt.Errorf("%s: list tags of %s: %w", ep.display, pkg, err)
+	}
+	if len(revs) == 0 {
+		return Revision{}, fmt.Errorf("%s: %w: %s has no published revision (no tag %s/v<N>)", ep.display, ErrPackageNotFound, pkg, pkg)
+	}
+	if want == 0 {
+		want = highest(revs)
+	}
+	if _, ok := revs[want]; !ok {
+		return Revision{}, fmt.Errorf("%s: %w: %s/v%d does not exist", ep.display, ErrRevisionNotFound, pkg, want)
+	}
+	rev, err := m.revision(pkg, want, revs[want])
+	if err != nil {
+		return Revision{}, fmt.Errorf("%s: %w", ep.display, err)
+	}
+	if err := m.checkKptfile(rev); err != nil {
+		return Revision{}, fmt.Errorf("%s: %s: %w", ep.display, rev.Tag, err)
+	}
+	return rev, nil
+}
+
+// checkKptfile makes sure the revision's commit has <package>/Kptfile: a
+// tag alone does not make a package.
+func (m *mirror) checkKptfile(rev Revision) error {
+	commit, err := object.GetCommit(m.repo.Storer, plumbing.NewHash(rev.Commit))
+	if err != nil {
+		return err
+	}
+	tree, err := subtree(m.repo.Storer, commit.TreeHash, rev.Package)
+	if err != nil {
+		return err
+	}
+	if tree.IsZero() {
+		return fmt.Errorf("%w: no directory %s", ErrPackageNotFound, rev.Package)
+	}
+	t, err := object.GetTree(m.repo.Storer, tree)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		if e.Name == "Kptfile" && e.Mode.IsFile() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no %s/Kptfile", ErrPackageNotFound, rev.Package)
+}
+
+// Latest returns the highest published revision of pkg, false when there is
+// none. Like Resolve it reads the mirror unless it is stale.
+func (s *Store) Latest(ctx context.Context, r Remote, pkg string) (Revision, bool, error) {
+	pkg, err := cleanPackage(pkg)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	defer unlock()
+	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		return Revision{}, false, err
+	}
+	rev, err := m.latest(pkg)
+	if err != nil {
+		return Revision{}, false, fmt.Errorf("%s: %w", ep.display, err)
+	}
+	return rev, rev.Number > 0, nil
+}
+
+// ReadPackage returns the files of directory pkg at commit, keyed by path
+// relative to pkg. A commit the mirror lacks triggers one fetch.
+func (s *Store) ReadPackage(ctx context.Context, r Remote, pkg, commit string) (map[string][]byte, error) {
+	pkg, err := cleanPackage(pkg)
+	if err != nil {
+		return nil, err
+	}
+	if !plumbing.IsHash(commit) {
+		return nil, fmt.Errorf("invalid commit %q", commit)
+	}
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		return nil, err
+	}
+	c, err := object.GetCommit(m.repo.Storer, plumbing.NewHash(commit))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		if err := s.fetch(ctx, m, ep); err != nil {
+			return nil, err
+		}
+		c, err = object.GetCommit(m.repo.Storer, plumbing.NewHash(commit))
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%s: %w: commit %s not found", ep.display, ErrRevisionNotFound, commit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: commit %s: %w", ep.display, commit, err)
+	}
+	files, err := readTree(m, c.TreeHash, pkg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s at %s: %w", ep.display, pkg, commit, err)
+	}
+	return files, nil
+}
+
+// readTree returns the files of directory pkg in tree root, ErrPackageNotFound
+// when there is no such directory.
+func readTree(m *mirror, root plumbing.Hash, pkg string) (map[string][]byte, error) {
+	h, err := subtree(m.repo.Storer, root, pkg)
+	if err != nil {
+		return nil, err
+	}
+	if h.IsZero() {
+		return nil, fmt.Errorf("%w: no directory %s", ErrPackageNotFound, pkg)
+	}
+	t, err := object.GetTree(m.repo.Storer, h)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	err = t.Files().ForEach(func(f *object.File) error {
+		rd, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		data, err := io.ReadAll(rd)
+		files[f.Name] = data
+		return err
+	})
+	return files, err
+}
+
+// parseRevision returns N for "vN" and 0 for "latest".
+func parseRevision(rev string) (int, error) {
+	if rev == "latest" {
+		return 0, nil
+	}
+	if n, ok := revisionNumber(strings.TrimPrefix(rev, "v")); ok && strings.HasPrefix(rev, "v") {
+		return n, nil
+	}
+	return 0, fmt.Errorf("invalid revision %q: want v<N> or latest", rev)
+}
+
+// revisionNumber parses a positive decimal without sign or leading zeros, so
+// that each revision has exactly one tag name.
+func revisionNumber(s string) (int, bool) {
+	if s == "" || s[0] == '0' || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// revisions returns the tags pkg/vN of the mirror by N. The hashes are the
+// tag refs' own (an annotated tag's object, not yet peeled).
+func (m *mirror) revisions(pkg string) (map[int]plumbing.Hash, error) {
+	return m.numbered("refs/tags/" + pkg + "/v")
+}
+
+// proposals returns the branches proposed/pkg/vN by N.
+func (m *mirror) proposals(pkg string) (map[int]plumbing.Hash, error) {
+	return m.numbered("refs/heads/proposed/" + pkg + "/v")
+}
+
+func (m *mirror) numbered(prefix string) (map[int]plumbing.Hash, error) {
+	refs, err := m.refs(prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]plumbing.Hash{}
+	for name, h := range refs {
+		if n, ok := revisionNumber(strings.TrimPrefix(name.String(), prefix)); ok {
+			out[n] = h
+		}
+	}
+	return out, nil
+}
+
+func highest(revs map[int]plumbing.Hash) int {
+	n := 0
+	for k := range revs {
+		n = max(n, k)
+	}
+	return n
+}
+
+// latest returns the highest revision of pkg, the zero Revision if none.
+func (m *mirror) latest(pkg string) (Revision, error) {
+	revs, err := m.revisions(pkg)
+	if err != nil || len(revs) == 0 {
+		return Revision{}, err
+	}
+	n := highest(revs)
+	return m.revision(pkg, n, revs[n])
+}
+
+// revision describes tag pkg/vN whose ref points at ref.
+func (m *mirror) revision(pkg string, n int, ref plumbing.Hash) (Revision, error) {
+	tag := fmt.Sprintf("%s/v%d", pkg, n)
+	commit, err := peel(m.repo.Storer, ref)
+	if err != nil {
+		return Revision{}, fmt.Errorf("tag %s: %w", tag, err)
+	}
+	return Revision{Package: pkg, Number: n, Tag: tag, Commit: commit.String()}, nil
+}

@@ -1,0 +1,171 @@
+package pkgrepo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+const kptfile = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: upf\n"
+
+// catalog is a repository with free5gc-upf v1 (lightweight tag), v2
+// (annotated tag), a tag without a Kptfile and an unrelated package.
+type catalog struct {
+	remote     pkgrepo.Remote
+	dir        string
+	v1, v2, v3 string
+}
+
+func newCatalog(t *testing.T) catalog {
+	t.Helper()
+	srv := gittest.NewServer(t)
+	url := srv.CreateRepo(t, "catalog")
+	dir := srv.Dir("catalog")
+	c := catalog{remote: pkgrepo.Remote{URL: url}, dir: dir}
+	c.v1 = gittest.Commit(t, dir, "free5gc-upf", map[string]string{
+		"free5gc-upf/Kptfile": kptfile, "free5gc-upf/deploy.yaml": "replicas: 1\n",
+	}, "free5gc-upf/v1")
+	c.v2 = gittest.Commit(t, dir, "free5gc-upf", map[string]string{
+		"free5gc-upf/Kptfile": kptfile, "free5gc-upf/deploy.yaml": "replicas: 2\n", "free5gc-upf/sub/cm.yaml": "x\n",
+	})
+	gittest.AnnotatedTag(t, dir, "free5gc-upf/v2", c.v2)
+	c.v3 = gittest.Commit(t, dir, "free5gc-upf", map[string]string{"free5gc-upf/README": "gone\n"}, "free5gc-upf/v3")
+	gittest.Commit(t, dir, "", map[string]string{"edge/smf/Kptfile": kptfile}, "edge/smf/v1", "free5gc-upf/vnext", "free5gc-upf/v04")
+	return c
+}
+
+func TestResolve(t *testing.T) {
+	c := newCatalog(t)
+	store := pkgrepo.NewStore(t.TempDir())
+	fileRemote := pkgrepo.Remote{URL: "file://" + c.dir}
+
+	for _, tc := range []struct {
+		name     string
+		remote   pkgrepo.Remote
+		pkg, rev string
+		want     pkgrepo.Revision
+		wantErr  error
+	}{
+		{name: "lightweight tag", pkg: "free5gc-upf", rev: "v1",
+			want: pkgrepo.Revision{Package: "free5gc-upf", Number: 1, Tag: "free5gc-upf/v1", Commit: c.v1}},
+		{name: "annotated tag is peeled", pkg: "free5gc-upf", rev: "v2",
+			want: pkgrepo.Revision{Package: "free5gc-upf", Number: 2, Tag: "free5gc-upf/v2", Commit: c.v2}},
+		{name: "nested package over file://", remote: fileRemote, pkg: "/edge/smf/", rev: "latest",
+			want: pkgrepo.Revision{Package: "edge/smf", Number: 1, Tag: "edge/smf/v1", Commit: gittest.Branches(t, c.dir)["main"]}},
+		{name: "latest is the highest N even without a Kptfile", pkg: "free5gc-upf", rev: "latest", wantErr: pkgrepo.ErrPackageNotFound},
+		{name: "tag without Kptfile", pkg: "free5gc-upf", rev: "v3", wantErr: pkgrepo.ErrPackageNotFound},
+		{name: "missing revision", pkg: "free5gc-upf", rev: "v9", wantErr: pkgrepo.ErrRevisionNotFound},
+		{name: "missing package", pkg: "nope", rev: "v1", wantErr: pkgrepo.ErrPackageNotFound},
+		{name: "prefix of a package is not a package", pkg: "edge", rev: "latest", wantErr: pkgrepo.ErrPackageNotFound},
+		{name: "invalid revision", pkg: "free5gc-upf", rev: "7", wantErr: errAny},
+		{name: "invalid package", pkg: "../x", rev: "v1", wantErr: errAny},
+		{name: "package that cannot be a tag", pkg: "a b~", rev: "v1", wantErr: errAny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.remote
+			if r.URL == "" {
+				r = c.remote
+			}
+			got, err := store.Resolve(context.Background(), r, tc.pkg, tc.rev)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Resolve (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLatestAndReadPackage(t *testing.T) {
+	c := newCatalog(t)
+	store := pkgrepo.NewStore(t.TempDir())
+	ctx := context.Background()
+
+	got, ok, err := store.Latest(ctx, c.remote, "free5gc-upf")
+	if err != nil || !ok {
+		t.Fatalf("Latest = %v, %v", ok, err)
+	}
+	want := pkgrepo.Revision{Package: "free5gc-upf", Number: 3, Tag: "free5gc-upf/v3", Commit: c.v3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Latest (-want +got):\n%s", diff)
+	}
+	if _, ok, err := store.Latest(ctx, c.remote, "nope"); ok || err != nil {
+		t.Errorf("Latest(nope) = %v, %v; want false, nil", ok, err)
+	}
+
+	files, err := store.ReadPackage(ctx, c.remote, "free5gc-upf", c.v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := map[string][]byte{"Kptfile": []byte(kptfile), "deploy.yaml": []byte("replicas: 2\n"), "sub/cm.yaml": []byte("x\n")}
+	if diff := cmp.Diff(wantFiles, files); diff != "" {
+		t.Errorf("ReadPackage (-want +got):\n%s", diff)
+	}
+	_, err = store.ReadPackage(ctx, c.remote, "nope", c.v2)
+	checkErr(t, err, pkgrepo.ErrPackageNotFound)
+	_, err = store.ReadPackage(ctx, c.remote, "free5gc-upf", "0123456789012345678901234567890123456789")
+	checkErr(t, err, pkgrepo.ErrRevisionNotFound)
+}
+
+func TestRefresh(t *testing.T) {
+	srv := gittest.NewServer(t)
+	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "r")}
+	dir := srv.Dir("r")
+	store := pkgrepo.NewStore(t.TempDir())
+	ctx := context.Background()
+
+	empty, err := store.Refresh(ctx, remote)
+	if err != nil {
+		t.Fatalf("Refresh of an empty repository: %v", err)
+	}
+	if empty.Head != "" {
+		t.Errorf("Head of an empty repository = %q", empty.Head)
+	}
+
+	head := gittest.Commit(t, dir, "app", map[string]string{"app/Kptfile": kptfile}, "app/v1")
+	first, err := store.Refresh(ctx, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Head != head || first.RefsDigest == empty.RefsDigest {
+		t.Errorf("after a commit: %+v, was %+v", first, empty)
+	}
+	again, _ := store.Refresh(ctx, remote)
+	if again != first {
+		t.Errorf("Refresh without changes: %+v, want %+v", again, first)
+	}
+
+	// A new tag on the same head changes the digest, not the head.
+	gittest.AnnotatedTag(t, dir, "app/v2", head)
+	second, err := store.Refresh(ctx, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Head != head || second.RefsDigest == first.RefsDigest {
+		t.Errorf("after a new tag: %+v, was %+v", second, first)
+	}
+	// The mirror was refreshed, so Resolve sees the tag without a fetch.
+	if rev, err := store.Resolve(ctx, remote, "app", "latest"); err != nil || rev.Number != 2 {
+		t.Errorf("Resolve latest = %+v, %v", rev, err)
+	}
+}
+
+// errAny stands for "some error" in tables.
+var errAny = errors.New("any error")
+
+func checkErr(t *testing.T, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want == nil:
+	case err == nil:
+		t.Fatalf("got no error, want %v", want)
+	case want != errAny && !errors.Is(err, want):
+		t.Fatalf("error %q does not wrap %q", err, want)
+	}
+}

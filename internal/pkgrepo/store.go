@@ -1,0 +1,266 @@
+// Package pkgrepo reads and writes kpt packages in git repositories using
+// Porch's conventions: a package is a directory with a Kptfile, and published
+// revision N of package P is a commit on the branch tagged P/vN.
+//
+// All git I/O goes through a local bare mirror per remote, so reads are cheap
+// and writes build commits directly in the object store (no worktree). The
+// remote is always the truth: writes fetch first, push branch and tag in one
+// atomic push, and on a lost race fetch again and rebuild on top of the other
+// writer's commit. Tags are never moved, deleted or re-created.
+package pkgrepo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// DefaultRefreshInterval is how old a mirror may be before a read fetches.
+const DefaultRefreshInterval = 10 * time.Second
+
+// mirrorRefSpecs make the local mirror an exact copy of the remote's
+// branches and tags (forced and pruned: the remote is the truth).
+var mirrorRefSpecs = []config.RefSpec{
+	"+refs/heads/*:refs/heads/*",
+	"+refs/tags/*:refs/tags/*",
+}
+
+// Store keeps one local bare mirror per remote URL under a cache directory.
+// It is safe for concurrent use; operations on one URL are serialized.
+// Credentials live only in memory: never in the mirror's config, its
+// directory name or a URL.
+type Store struct {
+	// RefreshInterval is how old a mirror may be before Resolve, Latest and
+	// ReadPackage fetch first. Set it before first use; zero means
+	// DefaultRefreshInterval.
+	RefreshInterval time.Duration
+
+	dir string
+	key []byte // HMAC key for credential fingerprints
+	now func() time.Time
+
+	mu      sync.Mutex
+	mirrors map[string]*mirror
+}
+
+// mirror is the local copy of one remote. mu guards everything in it,
+// including the on-disk repository.
+type mirror struct {
+	mu         sync.Mutex
+	dir        string
+	repo       *git.Repository
+	fetched    time.Time // zero: never fetched by this process
+	credential string    // fingerprint of the credentials of the last fetch
+}
+
+// NewStore returns a Store keeping its mirrors under cacheDir.
+func NewStore(cacheDir string) *Store {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Store{dir: cacheDir, key: key, now: time.Now, mirrors: map[string]*mirror{}}
+}
+
+// Snapshot is the state of a remote after a fetch.
+type Snapshot struct {
+	// Head is the sha of the remote's branch, "" when it does not exist.
+	Head string
+	// RefsDigest is a sha256 over all branches and tags; it changes when any
+	// of them changes, so a poller can skip work when it is unchanged.
+	RefsDigest string
+}
+
+// Refresh fetches all branches and tags of r, pruning deleted ones. An empty
+// remote repository is not an error.
+func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer unlock()
+	if err := s.fetch(ctx, m, ep); err != nil {
+		return Snapshot{}, err
+	}
+	return m.snapshot(r.branch())
+}
+
+// lock returns the mirror for r, locked, and the endpoint to reach r.
+func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
+	ep, err := newEndpoint(r, s.key)
+	if err != nil {
+		return nil, endpoint{}, nil, err
+	}
+	s.mu.Lock()
+	m, ok := s.mirrors[ep.url]
+	if !ok {
+		sum := sha256.Sum256([]byte(ep.url))
+		m = &mirror{dir: filepath.Join(s.dir, hex.EncodeToString(sum[:16]))}
+		s.mirrors[ep.url] = m
+	}
+	s.mu.Unlock()
+
+	m.mu.Lock()
+	if m.repo == nil {
+		if err := m.open(); err != nil {
+			m.mu.Unlock()
+			return nil, endpoint{}, nil, fmt.Errorf("open mirror of %s: %w", ep.display, err)
+		}
+	}
+	return m, ep, m.mu.Unlock, nil
+}
+
+// open opens the mirror's bare repository, creating it (or recreating it
+// when it is unreadable: it is only a cache).
+func (m *mirror) open() error {
+	repo, err := git.PlainOpen(m.dir)
+	if err == nil {
+		m.repo = repo
+		return nil
+	}
+	if err := os.RemoveAll(m.dir); err != nil {
+		return err
+	}
+	repo, err = git.PlainInit(m.dir, true)
+	if err != nil {
+		return err
+	}
+	m.repo = repo
+	return nil
+}
+
+// ensureFresh fetches unless the mirror was fetched less than maxAge ago
+// with the same credentials. Re-fetching for other credentials means a
+// caller with wrong credentials never reads what another caller fetched.
+func (s *Store) ensureFresh(ctx context.Context, m *mirror, ep endpoint) error {
+	maxAge := s.RefreshInterval
+	if maxAge <= 0 {
+		maxAge = DefaultRefreshInterval
+	}
+	if !m.fetched.IsZero() && m.credential == ep.credential && s.now().Sub(m.fetched) < maxAge {
+		return nil
+	}
+	return s.fetch(ctx, m, ep)
+}
+
+// fetch makes the mirror an exact copy of the remote's branches and tags.
+func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
+	err := m.remote(ep).FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   mirrorRefSpecs,
+		Tags:       git.NoTags,
+		Prune:      true,
+		Force:      true,
+		Auth:       ep.auth,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		if err := m.clearRefs(); err != nil {
+			return fmt.Errorf("fetch %s: %w", ep.display, err)
+		}
+	default:
+		return wrapTransport("fetch", ep, err)
+	}
+	m.fetched, m.credential = s.now(), ep.credential
+	return nil
+}
+
+// remote is an in-memory remote: its URL is never written to the mirror's
+// config. Its fetch refspecs make a successful push update the mirror too.
+func (m *mirror) remote(ep endpoint) *git.Remote {
+	return git.NewRemote(m.repo.Storer, &config.RemoteConfig{
+		Name:  "origin",
+		URLs:  []string{ep.url},
+		Fetch: mirrorRefSpecs,
+	})
+}
+
+// clearRefs removes all branches and tags: the remote has none.
+func (m *mirror) clearRefs() error {
+	refs, err := m.refs("refs/")
+	if err != nil {
+		return err
+	}
+	for name := range refs {
+		if err := m.repo.Storer.RemoveReference(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refs returns the hash references whose name starts with prefix.
+func (m *mirror) refs(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	iter, err := m.repo.References()
+	if err != nil {
+		return nil, err
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), prefix) {
+			out[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// head returns the sha of branch, zero when it does not exist.
+func (m *mirror) head(branch string) (plumbing.Hash, error) {
+	ref, err := m.repo.Storer.Reference(plumbing.NewBranchReferenceName(branch))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return ref.Hash(), nil
+}
+
+func (m *mirror) snapshot(branch string) (Snapshot, error) {
+	head, err := m.head(branch)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	digest, err := m.refsDigest()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap := Snapshot{RefsDigest: digest}
+	if !head.IsZero() {
+		snap.Head = head.String()
+	}
+	return snap, nil
+}
+
+// refsDigest is a sha256 over the sorted "name sha" lines of all branches
+// and tags.
+func (m *mirror) refsDigest() (string, error) {
+	refs, err := m.refs("refs/")
+	if err != nil {
+		return "", err
+	}
+	lines := make([]string, 0, len(refs))
+	for name, h := range refs {
+		lines = append(lines, name.String()+" "+h.String()+"\n")
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l))
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}

@@ -17,7 +17,7 @@ type RepositorySpec struct {
 }
 
 // GitRepository is the git side of a Repository.
-// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || self.syncURL == '' || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
+// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || self.syncURL == ” || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
 type GitRepository struct {
 	// URL is what flotilla clones and pushes: http(s)://, ssh:// or file://.
 	// +kubebuilder:validation:MinLength=1

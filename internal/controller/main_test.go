@@ -99,7 +99,9 @@ func (f *fixture) create(obj client.Object) {
 	f.g.Expect(env.Client.Create(f.ctx, obj)).To(Succeed())
 }
 
-func (f *fixture) key(name string) client.ObjectKey { return client.ObjectKey{Namespace: f.ns, Name: name} }
+func (f *fixture) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: f.ns, Name: name}
+}
 
 func (f *fixture) repository(name string, mutate ...func(*v1alpha1.Repository)) *v1alpha1.Repository {
 	r := &v1alpha1.Repository{

@@ -16,7 +16,7 @@ type PackageDeploymentSpec struct {
 	// Namespace deploys the package namespace-scoped (a RepoSync in that namespace for Config
 	// Sync). Empty: cluster-scoped (RootSync).
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespace must be a DNS label: lower-case letters, digits and '-'"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespace must be a DNS label: lower-case letters, digits and '-'"
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 

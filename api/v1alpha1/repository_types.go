@@ -13,11 +13,11 @@ type RepositorySpec struct {
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="interval must be at least 5s"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // GitRepository is the git side of a Repository.
-// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || self.syncURL == ” || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
+// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || size(self.syncURL) == 0 || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
 type GitRepository struct {
 	// URL is what flotilla clones and pushes: http(s)://, ssh:// or file://.
 	// +kubebuilder:validation:MinLength=1

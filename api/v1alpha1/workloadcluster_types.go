@@ -137,7 +137,7 @@ type FluxSync struct {
 	// Interval of the generated Flux objects.
 	// +kubebuilder:default="1m"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // WorkloadClusterStatus is what flotilla last published for the cluster.

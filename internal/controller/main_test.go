@@ -108,7 +108,7 @@ func (f *fixture) repository(name string, mutate ...func(*v1alpha1.Repository)) 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
 		Spec: v1alpha1.RepositorySpec{
 			Git:      v1alpha1.GitRepository{URL: f.git.URL + "/" + name + ".git"},
-			Interval: metav1.Duration{Duration: 5 * time.Second},
+			Interval: &metav1.Duration{Duration: 5 * time.Second},
 		},
 	}
 	for _, m := range mutate {

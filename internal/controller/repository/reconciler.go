@@ -62,8 +62,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 func interval(repo *v1alpha1.Repository) time.Duration {
-	if d := repo.Spec.Interval.Duration; d > 0 {
-		return d
+	if d := repo.Spec.Interval; d != nil && d.Duration > 0 {
+		return d.Duration
 	}
 	return time.Minute
 }

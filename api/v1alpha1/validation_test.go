@@ -1,0 +1,153 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const ns = "validation"
+
+func repo(mutate func(*v1alpha1.Repository)) client.Object {
+	r := &v1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "repo-", Namespace: ns},
+		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: "https://git.example/catalog.git"}},
+	}
+	mutate(r)
+	return r
+}
+
+func cluster(mutate func(*v1alpha1.WorkloadCluster)) client.Object {
+	c := &v1alpha1.WorkloadCluster{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "cluster-", Namespace: ns},
+		Spec:       v1alpha1.WorkloadClusterSpec{Repository: v1alpha1.LocalObjectReference{Name: "edge01"}},
+	}
+	mutate(c)
+	return c
+}
+
+func deployment(mutate func(*v1alpha1.PackageDeployment)) client.Object {
+	pd := &v1alpha1.PackageDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "pd", Namespace: ns},
+		Spec: v1alpha1.PackageDeploymentSpec{
+			Cluster: v1alpha1.LocalObjectReference{Name: "edge01"},
+			Package: v1alpha1.PackageReference{Name: "free5gc-upf", Revision: "v6"},
+		},
+	}
+	mutate(pd)
+	return pd
+}
+
+// Every invalid object is refused by the schema with a message that says what to fix.
+func TestInvalidObjectsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		obj  client.Object
+		want string
+	}{
+		{"repository without url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "" }), "spec.git.url"},
+		{"repository scp-style url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "git@github.com:org/repo.git" }), "url must start with http://, https://, ssh:// or file://"},
+		{"repository url with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "https://bob:hunter2@git.example/x.git" }), "url must not carry credentials"},
+		{"repository ftp syncURL", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "ftp://git.example/x" }), "syncURL must be an http(s)://"},
+		{"repository directory escapes", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Directory = "clusters/../../etc" }), "directory must not contain '..' segments"},
+		{"repository directory with spaces", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Directory = "my dir" }), "directory may only contain"},
+		{"repository branch as ref", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Branch = "refs/heads/main" }), "branch must be a plain branch name"},
+		{"repository interval too short", repo(func(r *v1alpha1.Repository) { r.Spec.Interval = &metav1.Duration{Duration: 1e9} }), "interval must be at least 5s"},
+		{"repository secretRef without name", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{} }), "spec.git.secretRef.name"},
+
+		{"cluster without repository", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Repository.Name = "" }), "spec.repository.name"},
+		{"cluster unknown engine", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = "Helm" }), `supported values: "ConfigSync", "ArgoCD", "Flux"`},
+		{"cluster unknown approval", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Approval = "Sometimes" }), `supported values: "Automatic", "Manual"`},
+		{"cluster absolute package", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Package = "/deployed" }), "package must be a relative path"},
+		{"cluster package escapes", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Package = "a/../b" }), "package must not contain '.' or '..' segments"},
+		{"cluster token auth without secret", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Git.Auth = "token" }), "need secretRef"},
+		{"cluster unknown auth", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Git.Auth = "password" }), "supported values"},
+
+		{"deployment absolute package", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "/etc/passwd" }), "name must be a relative package path"},
+		{"deployment package escapes", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "../other-repo" }), "cannot leave the repository directory"},
+		{"deployment package dot segment", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "a/./b" }), "must not contain '.' or '..' segments"},
+		{"deployment package empty segment", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "a//b" }), "no empty segments"},
+		{"deployment empty package", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "" }), "spec.package.name"},
+		{"deployment bare number revision", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "6" }), "revision must be vN (v1, v2, ...) or latest"},
+		{"deployment revision v0", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "v0" }), "revision must be vN"},
+		{"deployment branch as revision", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "main" }), "revision must be vN"},
+		{"deployment unknown deletion policy", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.DeletionPolicy = "Keep" }), `supported values: "Delete", "Orphan"`},
+		{"deployment bad namespace", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = "Free5GC_core" }), "namespace must be a DNS label"},
+		{"deployment depends on itself", deployment(func(pd *v1alpha1.PackageDeployment) {
+			pd.Spec.DependsOn = []v1alpha1.LocalObjectReference{{Name: "pd"}}
+		}), "cannot depend on itself"},
+		{"deployment without cluster", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Cluster.Name = "" }), "spec.cluster.name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := env.Client.Create(ctx, tc.obj)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want the object refused as invalid, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A deployment cannot move to another cluster: it would leave its sync object behind.
+func TestDeploymentClusterIsImmutable(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	pd := deployment(func(pd *v1alpha1.PackageDeployment) { pd.Name = "immutable" }).(*v1alpha1.PackageDeployment)
+	if err := env.Client.Create(ctx, pd); err != nil {
+		t.Fatal(err)
+	}
+	pd.Spec.Cluster.Name = "edge02"
+	err := env.Client.Update(ctx, pd)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cluster is immutable") {
+		t.Fatalf("want cluster is immutable, got %v", err)
+	}
+}
+
+// Defaults are filled in by the schema.
+func TestDefaults(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	c := cluster(func(*v1alpha1.WorkloadCluster) {}).(*v1alpha1.WorkloadCluster)
+	r := repo(func(*v1alpha1.Repository) {}).(*v1alpha1.Repository)
+	for _, o := range []client.Object{c, r} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := fmt.Sprintf("%s %s %s %s %s %s %s", c.Spec.Sync.Engine, c.Spec.Sync.Package, c.Spec.Approval, c.Spec.Sync.Git.Auth,
+		r.Spec.Git.Branch, r.Spec.Git.Directory, r.Spec.Interval.Duration)
+	if want := "ConfigSync deployed-packages Automatic none main / 1m0s"; got != want {
+		t.Errorf("defaults = %q, want %q", got, want)
+	}
+}

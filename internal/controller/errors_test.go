@@ -1,0 +1,96 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+)
+
+// Runtime problems become Ready=False with a clear reason, and never undeploy what runs.
+func TestRuntimeErrorsKeepWhatIsDeployed(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	conds := func(pd *v1alpha1.PackageDeployment) func() []metav1.Condition {
+		return func() []metav1.Condition { return pd.Status.Conditions }
+	}
+
+	// The cluster does not exist yet.
+	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
+	msg := f.condition(pd, conds(pd), v1alpha1.ConditionStalled, metav1.ConditionTrue, "ClusterNotFound").Message
+	g.Expect(msg).To(ContainSubstring("WorkloadCluster " + f.ns + "/edge01 does not exist"))
+
+	// The catalog Repository object does not exist yet.
+	f.repository("edge01")
+	f.cluster("edge01")
+	f.condition(pd, conds(pd), v1alpha1.ConditionReady, metav1.ConditionFalse, "RepositoryNotFound")
+
+	f.repository("catalog")
+	c := f.clusterWith("edge01", ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	deployed := *c.Status.DeployedPackages
+
+	// A revision that is not published: the pin stays, nothing is published.
+	f.update(pd, func() { pd.Spec.Package.Revision = "v9" })
+	msg = f.condition(pd, conds(pd), v1alpha1.ConditionReady, metav1.ConditionFalse, "RevisionNotFound").Message
+	g.Expect(msg).To(ContainSubstring("keeping the current pin nginx-hello/v1"))
+	g.Expect(pd.Status.Resolved.Tag).To(Equal("nginx-hello/v1"))
+
+	// A package that does not exist.
+	other := f.deployment("edge01-missing", "no-such-package", "v1")
+	f.condition(other, conds(other), v1alpha1.ConditionReady, metav1.ConditionFalse, "PackageNotFound")
+
+	g.Consistently(func() string { return gittest.Branches(t, f.edge)["main"] }, "2s").Should(Equal(deployed.Commit))
+	g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+	g.Expect(*c.Status.DeployedPackages).To(Equal(deployed))
+}
+
+// Credentials come from a Secret in the Repository's namespace; a wrong password is a condition
+// that never shows the password, and publishes nothing.
+func TestBasicAuthFromSecret(t *testing.T) {
+	const password = "s3cr3t-planted-password"
+	f := newFixture(t, gittest.WithBasicAuth("flotilla", password))
+	g := f.g
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: f.ns},
+		StringData: map[string]string{"username": "flotilla", "password": "wrong-" + password},
+	}
+	f.create(secret)
+	withSecret := func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-creds"} }
+	catalog := f.repository("catalog", withSecret)
+	f.repository("edge01", withSecret)
+	c := f.cluster("edge01")
+	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
+
+	for _, obj := range []struct {
+		o     client.Object
+		conds func() []metav1.Condition
+	}{
+		{catalog, func() []metav1.Condition { return catalog.Status.Conditions }},
+		{c, func() []metav1.Condition { return c.Status.Conditions }},
+		{pd, func() []metav1.Condition { return pd.Status.Conditions }},
+	} {
+		cond := f.condition(obj.o, obj.conds, v1alpha1.ConditionStalled, metav1.ConditionTrue, "AuthenticationFailed")
+		g.Expect(cond.Message).NotTo(ContainSubstring(password))
+		g.Expect(cond.Message).To(ContainSubstring(f.git.URL))
+	}
+	g.Expect(gittest.Tags(t, f.edge)).To(BeEmpty())
+
+	// Fix the password: everything publishes.
+	f.update(secret, func() { secret.Data = map[string][]byte{"username": []byte("flotilla"), "password": []byte(password)} })
+	// Secrets are not watched (flotilla only gets them); the repository poll picks the fix up.
+	f.clusterWith("edge01", ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
+
+	// No status anywhere carries the password.
+	for _, o := range []client.Object{catalog, c, pd} {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+		g.Expect(strings.Contains(fmt.Sprintf("%+v", o), password)).To(BeFalse())
+	}
+}

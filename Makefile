@@ -36,7 +36,5 @@ fmt:
 lint: ## golangci-lint v2, built from the module proxy into bin/.
 	@bash hack/golangci-lint.sh run ./...
 
-verify: generate manifests ## Fail when generated files or go.mod are stale.
-	$(GO) mod tidy
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
-	@git diff --exit-code -- api config go.mod go.sum || { echo "generated files or go.mod are stale: run make generate manifests and go mod tidy"; exit 1; }
+verify: ## Fail when generated files, go.mod or formatting are stale.
+	@bash hack/verify.sh

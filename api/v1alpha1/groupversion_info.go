@@ -1,12 +1,13 @@
 // Package v1alpha1 holds the flotilla.dev/v1alpha1 API: Repository, WorkloadCluster and
-// PackageDeployment.
+// PackageDeployment. It depends only on k8s.io/apimachinery, so it is cheap to import.
 // +kubebuilder:object:generate=true
 // +groupName=flotilla.dev
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -14,8 +15,18 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "flotilla.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the flotilla kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the flotilla kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&Repository{}, &RepositoryList{},
+		&WorkloadCluster{}, &WorkloadClusterList{},
+		&PackageDeployment{}, &PackageDeploymentList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

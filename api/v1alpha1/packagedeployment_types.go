@@ -132,7 +132,3 @@ type PackageDeploymentList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PackageDeployment `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&PackageDeployment{}, &PackageDeploymentList{})
-}

@@ -226,7 +226,3 @@ type WorkloadClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WorkloadCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&WorkloadCluster{}, &WorkloadClusterList{})
-}

@@ -33,8 +33,8 @@ func controllerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the flotilla controller manager",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runController(cmd, o)
+		RunE: func(*cobra.Command, []string) error {
+			return runController(o)
 		},
 	}
 	f := cmd.Flags()
@@ -57,7 +57,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
-func runController(cmd *cobra.Command, o controllerOptions) error {
+func runController(o controllerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {

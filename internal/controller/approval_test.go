@@ -17,7 +17,7 @@ func TestManualApproval(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
 	f.repository("edge01")
-	c := f.cluster("edge01", func(c *v1alpha1.WorkloadCluster) { c.Spec.Approval = v1alpha1.ApprovalManual })
+	c := f.cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Approval = v1alpha1.ApprovalManual })
 	pd := f.deployment("edge01-nginx", "nginx-hello", "v2")
 	g := f.g
 
@@ -40,7 +40,7 @@ func TestManualApproval(t *testing.T) {
 	g.Consistently(func() map[string]string { return gittest.Tags(t, f.edge) }, "2s").Should(BeEmpty())
 
 	f.update(c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: "v1"} })
-	c = f.clusterAt("edge01", 1)
+	c = f.clusterAt(1)
 	g.Expect(c.Status.Proposal).To(BeNil())
 	g.Expect(gittest.Tags(t, f.edge)).To(HaveKeyWithValue("deployed-packages/v1", p.Commit), "the approved commit is what gets tagged")
 	g.Expect(gittest.Branches(t, f.edge)).NotTo(HaveKey(p.Branch), "the proposal branch is removed")

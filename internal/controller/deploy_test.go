@@ -19,10 +19,10 @@ func TestDeployUpgradeUndeploy(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
 	f.repository("edge01")
-	f.cluster("edge01")
+	f.cluster()
 	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
 
-	c := f.clusterWith("edge01", ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	c := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
 	first := c.Status.DeployedPackages
 	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
 	g := f.g
@@ -54,12 +54,12 @@ func TestDeployUpgradeUndeploy(t *testing.T) {
 
 	// Upgrade: v1 -> v3 publishes the next deployed-packages revision, pinning nginx-hello/v3.
 	f.update(pd, func() { pd.Spec.Package.Revision = "v3" })
-	c = f.clusterAt("edge01", first.Revision+1)
+	c = f.clusterAt(first.Revision + 1)
 	g.Expect(f.syncObject(c.Status.DeployedPackages.Tag, pd).Object["spec"]).To(HaveKeyWithValue("git", HaveKeyWithValue("revision", "nginx-hello/v3")))
 
 	// Undeploy: the next revision has no sync object, then the deployment is gone.
 	g.Expect(env.Client.Delete(f.ctx, pd)).To(Succeed())
-	c = f.clusterAt("edge01", first.Revision+2)
+	c = f.clusterAt(first.Revision + 2)
 	g.Expect(f.files(c.Status.DeployedPackages.Tag)).To(Equal([]string{"Kptfile"}))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd))
@@ -77,7 +77,7 @@ func TestOrphanNamespacedAndDependsOn(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
 	f.repository("edge01")
-	f.cluster("edge01")
+	f.cluster()
 	crds := f.deployment("edge01-crds", "crds", "v1")
 	app := f.deployment("edge01-app", "nginx-hello", "latest", func(pd *v1alpha1.PackageDeployment) {
 		pd.Spec.Namespace = f.ns + "-apps"
@@ -86,7 +86,7 @@ func TestOrphanNamespacedAndDependsOn(t *testing.T) {
 	})
 	// The deployments resolve one after the other, so the cluster may publish a revision per
 	// deployment; wait for the one that carries both.
-	c := f.clusterWith("edge01", ConsistOf(
+	c := f.clusterWith(ConsistOf(
 		v1alpha1.PublishedPin{Deployment: "edge01-app", Tag: "nginx-hello/v3"},
 		v1alpha1.PublishedPin{Deployment: "edge01-crds", Tag: "crds/v1"},
 	))
@@ -104,6 +104,6 @@ func TestOrphanNamespacedAndDependsOn(t *testing.T) {
 	// A new tag moves a `latest` deployment.
 	before := c.Status.DeployedPackages.Revision
 	f.publish("nginx-hello", 4)
-	c = f.clusterWith("edge01", ContainElement(v1alpha1.PublishedPin{Deployment: "edge01-app", Tag: "nginx-hello/v4"}))
+	c = f.clusterWith(ContainElement(v1alpha1.PublishedPin{Deployment: "edge01-app", Tag: "nginx-hello/v4"}))
 	g.Expect(c.Status.DeployedPackages.Revision).To(Equal(before + 1))
 }

@@ -29,11 +29,11 @@ func TestRuntimeErrorsKeepWhatIsDeployed(t *testing.T) {
 
 	// The catalog Repository object does not exist yet.
 	f.repository("edge01")
-	f.cluster("edge01")
+	f.cluster()
 	f.condition(pd, conds(pd), v1alpha1.ConditionReady, metav1.ConditionFalse, "RepositoryNotFound")
 
 	f.repository("catalog")
-	c := f.clusterWith("edge01", ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	c := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
 	deployed := *c.Status.DeployedPackages
 
 	// A revision that is not published: the pin stays, nothing is published.
@@ -65,7 +65,7 @@ func TestBasicAuthFromSecret(t *testing.T) {
 	withSecret := func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-creds"} }
 	catalog := f.repository("catalog", withSecret)
 	f.repository("edge01", withSecret)
-	c := f.cluster("edge01")
+	c := f.cluster()
 	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
 
 	for _, obj := range []struct {
@@ -85,7 +85,7 @@ func TestBasicAuthFromSecret(t *testing.T) {
 	// Fix the password: everything publishes.
 	f.update(secret, func() { secret.Data = map[string][]byte{"username": []byte("flotilla"), "password": []byte(password)} })
 	// Secrets are not watched (flotilla only gets them); the repository poll picks the fix up.
-	f.clusterWith("edge01", ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
 	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
 
 	// No status anywhere carries the password.

@@ -36,7 +36,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	cache, err := os.MkdirTemp("", "flotilla-controller-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -118,9 +118,10 @@ func (f *fixture) repository(name string, mutate ...func(*v1alpha1.Repository)) 
 	return r
 }
 
-func (f *fixture) cluster(name string, mutate ...func(*v1alpha1.WorkloadCluster)) *v1alpha1.WorkloadCluster {
+// cluster creates the WorkloadCluster edge01, whose repository is edge01.
+func (f *fixture) cluster(mutate ...func(*v1alpha1.WorkloadCluster)) *v1alpha1.WorkloadCluster {
 	c := &v1alpha1.WorkloadCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: f.ns},
 		Spec:       v1alpha1.WorkloadClusterSpec{Repository: v1alpha1.LocalObjectReference{Name: "edge01"}},
 	}
 	for _, m := range mutate {
@@ -157,25 +158,25 @@ func (f *fixture) update(obj client.Object, mutate func()) {
 	}).Should(Succeed())
 }
 
-// clusterAt waits until the cluster's published deployed-packages is revision n and returns the
+// clusterAt waits until edge01's published deployed-packages is revision n and returns the
 // cluster.
-func (f *fixture) clusterAt(name string, n int) *v1alpha1.WorkloadCluster {
+func (f *fixture) clusterAt(n int) *v1alpha1.WorkloadCluster {
 	f.t.Helper()
 	c := &v1alpha1.WorkloadCluster{}
 	f.g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(f.ctx, f.key(name), c)).To(Succeed())
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
 		g.Expect(c.Status.DeployedPackages).NotTo(BeNil(), "no deployed-packages published yet; conditions: %v", c.Status.Conditions)
 		g.Expect(c.Status.DeployedPackages.Revision).To(Equal(n), "conditions: %v", c.Status.Conditions)
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	return c
 }
 
-// clusterWith waits until the cluster's published pins match and returns the cluster.
-func (f *fixture) clusterWith(name string, pins types.GomegaMatcher) *v1alpha1.WorkloadCluster {
+// clusterWith waits until edge01's published pins match and returns the cluster.
+func (f *fixture) clusterWith(pins types.GomegaMatcher) *v1alpha1.WorkloadCluster {
 	f.t.Helper()
 	c := &v1alpha1.WorkloadCluster{}
 	f.g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(f.ctx, f.key(name), c)).To(Succeed())
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
 		g.Expect(c.Status.DeployedPackages).NotTo(BeNil(), "no deployed-packages published yet; conditions: %v", c.Status.Conditions)
 		g.Expect(c.Status.DeployedPackages.Packages).To(pins)
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())

@@ -31,7 +31,7 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 		if apierrors.IsNotFound(err) {
 			return r, fmt.Errorf("%w %s/%s not found: create it with username and password, or bearerToken", ErrSecret, repo.Namespace, ref.Name)
 		}
-		return r, fmt.Errorf("read %w %s/%s: %v", ErrSecret, repo.Namespace, ref.Name, err)
+		return r, fmt.Errorf("read %w %s/%s: %w", ErrSecret, repo.Namespace, ref.Name, err)
 	}
 	auth, err := FromSecret(&secret)
 	if err != nil {

@@ -165,7 +165,7 @@ func checkErr(t *testing.T, err, want error) {
 	case want == nil:
 	case err == nil:
 		t.Fatalf("got no error, want %v", want)
-	case want != errAny && !errors.Is(err, want):
+	case !errors.Is(want, errAny) && !errors.Is(err, want):
 		t.Fatalf("error %q does not wrap %q", err, want)
 	}
 }

@@ -1,0 +1,169 @@
+package offline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+const password = "planted-render-password"
+
+func writeFleet(t *testing.T, dir, serverURL, extra string) {
+	t.Helper()
+	objects := strings.ReplaceAll(`apiVersion: v1
+kind: Secret
+metadata: {name: git, namespace: fleet}
+stringData: {username: flotilla, password: PASSWORD}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Repository
+metadata: {name: catalog, namespace: fleet}
+spec: {git: {url: URL/catalog.git, secretRef: {name: git}}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Repository
+metadata: {name: edge01, namespace: fleet}
+spec: {git: {url: URL/edge01.git, secretRef: {name: git}}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Repository
+metadata: {name: edge02, namespace: fleet}
+spec: {git: {url: URL/edge02.git, secretRef: {name: git}}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: WorkloadCluster
+metadata: {name: edge01, namespace: fleet}
+spec: {repository: {name: edge01}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: WorkloadCluster
+metadata: {name: edge02, namespace: fleet}
+spec: {repository: {name: edge02}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageDeployment
+metadata: {name: edge01-app, namespace: fleet}
+spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: app, revision: v1}}
+`, "URL", serverURL)
+	objects = strings.ReplaceAll(objects, "PASSWORD", password)
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(objects+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func table(t *testing.T, results []Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := PrintTable(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// render publishes over authenticated HTTP, publishes nothing the second time, and a cluster with
+// a bad deployment publishes nothing while the others go on.
+func TestRunPublishesEachCluster(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	catalog := srv.Dir("catalog")
+	srv.CreateRepo(t, "catalog")
+	srv.CreateRepo(t, "edge01")
+	srv.CreateRepo(t, "edge02")
+	gittest.Commit(t, catalog, "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, "")
+	store := pkgrepo.NewStore(t.TempDir())
+	ctx := context.Background()
+
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := Run(ctx, store, f)
+	got := table(t, results)
+	for _, want := range []string{"fleet/edge01  published  deployed-packages/v1", "+edge01-app app/v1", "fleet/edge02  published  deployed-packages/v1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table misses %q:\n%s", want, got)
+		}
+	}
+	if Failed(results) != 0 {
+		t.Fatalf("failures:\n%s", got)
+	}
+
+	// Second run: nothing changed, nothing written.
+	tags := gittest.Tags(t, srv.Dir("edge01"))
+	results = Run(ctx, store, f)
+	if got := table(t, results); strings.Contains(got, "published") {
+		t.Errorf("second run published:\n%s", got)
+	}
+	if diff := cmp.Diff(tags, gittest.Tags(t, srv.Dir("edge01"))); diff != "" {
+		t.Errorf("tags changed (-before +after):\n%s", diff)
+	}
+
+	// A deployment of a revision that does not exist: edge02 publishes nothing, edge01 is untouched.
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageDeployment
+metadata: {name: edge02-app, namespace: fleet}
+spec: {cluster: {name: edge02}, package: {repository: {name: catalog}, name: app, revision: v7}}
+`)
+	f, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge02 := gittest.Tags(t, srv.Dir("edge02"))
+	results = Run(ctx, store, f)
+	got = table(t, results)
+	if Failed(results) != 1 || !strings.Contains(got, "fleet/edge02  error") || !strings.Contains(got, "revision not found") {
+		t.Errorf("want edge02 to fail on the missing revision:\n%s", got)
+	}
+	if strings.Contains(got, password) {
+		t.Errorf("the table shows the password:\n%s", got)
+	}
+	if diff := cmp.Diff(edge02, gittest.Tags(t, srv.Dir("edge02"))); diff != "" {
+		t.Errorf("edge02 got a revision despite the error:\n%s", diff)
+	}
+}
+
+func TestLoadRejectsBadInput(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		want string
+	}{
+		"unknown field": {`apiVersion: flotilla.dev/v1alpha1
+kind: Repository
+metadata: {name: r}
+spec: {git: {url: file:///x, branchh: main}}
+`, `unknown field "branchh"`},
+		"missing cluster": {`apiVersion: flotilla.dev/v1alpha1
+kind: PackageDeployment
+metadata: {name: d}
+spec: {cluster: {name: nope}, package: {name: p, revision: v1}}
+`, "PackageDeployment.default/d.spec.cluster.name: Not found: \"nope\""},
+		"missing repository": {`apiVersion: flotilla.dev/v1alpha1
+kind: WorkloadCluster
+metadata: {name: c}
+spec: {repository: {name: nope}}
+`, "WorkloadCluster.default/c.spec.repository.name: Not found"},
+		"broken yaml": {"apiVersion: v1\nkind: [\n", "fleet.yaml"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load: got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

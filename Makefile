@@ -3,7 +3,7 @@ SHELL := bash
 GO ?= go
 BIN := $(CURDIR)/bin
 
-.PHONY: all build demo test generate manifests verify lint vet fmt envtest
+.PHONY: all build demo test generate manifests verify lint vet fmt envtest flux
 
 all: build
 
@@ -16,8 +16,11 @@ demo: build ## Run flotilla on an embedded sandbox fleet (no cluster needed).
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into bin/k8s (once).
 	@bash hack/envtest.sh >/dev/null
 
-test: envtest ## Run every test against a real API server and real git.
-	KUBEBUILDER_ASSETS=$$(bash hack/envtest.sh) FLOTILLA_SHARED_CRDS=$${FLOTILLA_SHARED_CRDS:-$(CURDIR)/../shared/crds} \
+flux: ## Build Flux source-controller and kustomize-controller from the Go module proxy into bin/flux (once).
+	@bash hack/flux.sh >/dev/null
+
+test: envtest flux ## Run every test: real API server, real git over HTTP, real Flux controllers.
+	KUBEBUILDER_ASSETS=$$(bash hack/envtest.sh) FLOTILLA_FLUX_BIN=$$(bash hack/flux.sh) FLOTILLA_SHARED_CRDS=$${FLOTILLA_SHARED_CRDS:-$(CURDIR)/../shared/crds} \
 		$(GO) test -count=1 -timeout 30m ./...
 
 generate: ## Generate deepcopy code.

@@ -30,6 +30,9 @@ const (
 	// ConditionPublished is True on a PackageDeployment once the deployed-packages revision that
 	// carries its pin is published on the cluster repository's branch.
 	ConditionPublished = "Published"
+	// ConditionBootstrapped is True on a WorkloadCluster with kubeConfigSecretRef once its root
+	// sync object is applied in the workload cluster.
+	ConditionBootstrapped = "Bootstrapped"
 )
 
 // Annotations, labels and finalizers.

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/approval"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
@@ -23,7 +22,7 @@ func approveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rev, err := approve(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[0]})
+			rev, err := approval.Approve(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[0]})
 			if err != nil {
 				return err
 			}
@@ -34,24 +33,6 @@ func approveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the cluster (default: the kubeconfig's)")
 	return cmd
-}
-
-// approve sets flotilla.dev/approve=v<N> for the cluster's pending proposal.
-func approve(ctx context.Context, c client.Client, key client.ObjectKey) (int, error) {
-	var cluster v1alpha1.WorkloadCluster
-	if err := c.Get(ctx, key, &cluster); err != nil {
-		return 0, err
-	}
-	p := cluster.Status.Proposal
-	if p == nil {
-		return 0, fmt.Errorf("workloadcluster %s has no pending proposal", key)
-	}
-	before := cluster.DeepCopy()
-	if cluster.Annotations == nil {
-		cluster.Annotations = map[string]string{}
-	}
-	cluster.Annotations[v1alpha1.AnnotationApprove] = fmt.Sprintf("v%d", p.Revision)
-	return p.Revision, c.Patch(ctx, &cluster, client.MergeFrom(before))
 }
 
 func kubeClient(kubeconfig, namespace string) (client.Client, string, error) {

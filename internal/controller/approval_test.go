@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/approval"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 )
 
@@ -39,7 +40,10 @@ func TestManualApproval(t *testing.T) {
 	f.update(c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: "v7"} })
 	g.Consistently(func() map[string]string { return gittest.Tags(t, f.edge) }, "2s").Should(BeEmpty())
 
-	f.update(c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: "v1"} })
+	// `flotilla approve edge01`.
+	n, err := approval.Approve(f.ctx, env.Client, client.ObjectKeyFromObject(c))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(1))
 	c = f.clusterAt(1)
 	g.Expect(c.Status.Proposal).To(BeNil())
 	g.Expect(gittest.Tags(t, f.edge)).To(HaveKeyWithValue("deployed-packages/v1", p.Commit), "the approved commit is what gets tagged")

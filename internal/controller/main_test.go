@@ -204,9 +204,6 @@ func (f *fixture) syncObject(rev string, pd *v1alpha1.PackageDeployment) *unstru
 	f.g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
 	f.g.Expect(pd.Status.SyncObject).NotTo(BeNil())
 	file := "deployed-packages/" + pd.Status.SyncObject.Name + ".yaml"
-	if pd.Status.SyncObject.Kind == "RepoSync" {
-		file = "deployed-packages/reposync-" + pd.Status.SyncObject.Namespace + "-" + pd.Status.SyncObject.Name + ".yaml"
-	}
 	u := &unstructured.Unstructured{}
 	f.g.Expect(yaml.Unmarshal([]byte(gittest.ReadFile(f.t, f.edge, rev, file)), &u.Object)).To(Succeed())
 	return u

@@ -13,7 +13,11 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 )
+
+// Leader election (--leader-elect) keeps a Lease.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
 func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store) error {
@@ -24,7 +28,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla")},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: &remotecluster.Clients{}},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -16,14 +15,38 @@ const (
 	annotationDependsOn           = "config.kubernetes.io/depends-on"
 )
 
-func configSyncObject(cluster *v1alpha1.WorkloadCluster, p Pin, refs map[string]v1alpha1.SyncObjectReference) map[string]any {
-	ref := refs[p.Deployment.Name]
-	git := map[string]any{
-		"repo":     p.RepoURL,
-		"branch":   p.Branch,
-		"dir":      p.Resolved.Directory,
-		"revision": p.Resolved.Tag,
-		"auth":     gitAuth(cluster),
+// configSyncObjects renders a RootSync (RepoSync when the deployment is namespaced) pinned to the
+// package's tag, with Foreground deletion propagation for Delete.
+func configSyncObjects(pc pinContext) []map[string]any {
+	annotations := map[string]any{annotationDeletionPropagation: propagation(pc.pin.Deployment.Spec.DeletionPolicy)}
+	if len(pc.deps) > 0 {
+		var deps []string
+		for _, d := range pc.deps {
+			deps = append(deps, configSyncGroup+"/namespaces/"+d.Namespace+"/"+d.Kind+"/"+d.Name)
+		}
+		annotations[annotationDependsOn] = strings.Join(deps, ",")
+	}
+	return []map[string]any{{
+		"apiVersion": pc.ref.APIVersion,
+		"kind":       pc.ref.Kind,
+		"metadata":   metadata(pc, pc.ref.Name, pc.ref.Namespace, annotations),
+		"spec": map[string]any{
+			"sourceFormat": "unstructured",
+			"sourceType":   "git",
+			"git":          configSyncGit(pc.cluster, pc.pin.RepoURL, pc.pin.Branch, pc.pin.Resolved.Directory, pc.pin.Resolved.Tag),
+		},
+	}}
+}
+
+// configSyncGit is the spec.git of a RootSync/RepoSync; revision "" follows the branch.
+func configSyncGit(cluster *v1alpha1.WorkloadCluster, repo, branch, dir, revision string) map[string]any {
+	auth := cluster.Spec.Sync.Git.Auth
+	if auth == "" {
+		auth = "none"
+	}
+	git := map[string]any{"repo": repo, "branch": branch, "dir": dir, "auth": auth}
+	if revision != "" {
+		git["revision"] = revision
 	}
 	if s := cluster.Spec.Sync.Git.SecretRef; s != nil {
 		git["secretRef"] = map[string]any{"name": s.Name}
@@ -31,32 +54,7 @@ func configSyncObject(cluster *v1alpha1.WorkloadCluster, p Pin, refs map[string]
 	if e := cluster.Spec.Sync.Git.GCPServiceAccountEmail; e != "" {
 		git["gcpServiceAccountEmail"] = e
 	}
-	annotations := map[string]any{annotationDeletionPropagation: propagation(p.Deployment.Spec.DeletionPolicy)}
-	if deps := dependsOn(p.Deployment, refs); deps != "" {
-		annotations[annotationDependsOn] = deps
-	}
-	return map[string]any{
-		"apiVersion": ref.APIVersion,
-		"kind":       ref.Kind,
-		"metadata": map[string]any{
-			"name":        ref.Name,
-			"namespace":   ref.Namespace,
-			"annotations": annotations,
-			"labels":      labels(p.Deployment),
-		},
-		"spec": map[string]any{
-			"sourceFormat": "unstructured",
-			"sourceType":   "git",
-			"git":          git,
-		},
-	}
-}
-
-func gitAuth(cluster *v1alpha1.WorkloadCluster) string {
-	if a := cluster.Spec.Sync.Git.Auth; a != "" {
-		return a
-	}
-	return "none"
+	return git
 }
 
 func propagation(policy v1alpha1.DeletionPolicy) string {
@@ -64,25 +62,4 @@ func propagation(policy v1alpha1.DeletionPolicy) string {
 		return "Orphan"
 	}
 	return "Foreground"
-}
-
-func labels(pd *v1alpha1.PackageDeployment) map[string]any {
-	return map[string]any{
-		"app.kubernetes.io/managed-by": "flotilla",
-		v1alpha1.LabelDeployment:       pd.Name,
-	}
-}
-
-// dependsOn renders config.kubernetes.io/depends-on for the pinned dependencies of pd, sorted.
-func dependsOn(pd *v1alpha1.PackageDeployment, refs map[string]v1alpha1.SyncObjectReference) string {
-	var deps []string
-	for _, d := range pd.Spec.DependsOn {
-		ref, ok := refs[d.Name]
-		if !ok {
-			continue
-		}
-		deps = append(deps, configSyncGroup+"/namespaces/"+ref.Namespace+"/"+ref.Kind+"/"+ref.Name)
-	}
-	sort.Strings(deps)
-	return strings.Join(deps, ",")
 }

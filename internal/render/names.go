@@ -29,9 +29,17 @@ func SyncObjectName(namespace, deployment string) string {
 	return prefix + "-" + hash
 }
 
-// SyncObjectRef is the sync object that deploys pd on cluster.
+// SyncObjectRef is the sync object that deploys pd on cluster: for Config Sync a RootSync
+// (RepoSync in spec.namespace), for Argo CD an Application, for Flux a Kustomization (its
+// GitRepository has the same name and namespace).
 func SyncObjectRef(cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment) v1alpha1.SyncObjectReference {
 	name := SyncObjectName(pd.Namespace, pd.Name)
+	switch Engine(cluster) {
+	case v1alpha1.EngineArgoCD:
+		return v1alpha1.SyncObjectReference{APIVersion: argoCDAPIVersion, Kind: "Application", Namespace: argoCDSettings(cluster).Namespace, Name: name}
+	case v1alpha1.EngineFlux:
+		return v1alpha1.SyncObjectReference{APIVersion: fluxKustomizeAPIVersion, Kind: "Kustomization", Namespace: fluxSettings(cluster).Namespace, Name: name}
+	}
 	if pd.Spec.Namespace != "" {
 		return v1alpha1.SyncObjectReference{APIVersion: configSyncAPIVersion, Kind: "RepoSync", Namespace: pd.Spec.Namespace, Name: name}
 	}

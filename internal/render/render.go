@@ -1,8 +1,10 @@
-// Package render computes the deployed-packages package of a cluster from its pins. It is pure:
-// no I/O, no clock, output bytes depend only on the input (sorted keys, stable names).
+// Package render computes the deployed-packages package of a cluster from its pins, for Config
+// Sync, Argo CD or Flux. It is pure: no I/O, no clock, output bytes depend only on the input
+// (sorted keys, stable names).
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -33,37 +35,69 @@ type Package struct {
 	Pins []v1alpha1.PublishedPin
 }
 
-// DeployedPackages renders the deployed-packages package of cluster: a Kptfile and one sync
-// object per pin. Pins may come in any order; dependencies on deployments that are not pinned are
-// left out, since the sync object would wait for them forever.
+// AnnotationPinnedTag records, on every generated object, the package revision it pins; it lets
+// flotilla read a published deployed-packages back whatever the engine.
+const AnnotationPinnedTag = "flotilla.dev/pinned-tag"
+
+// pinContext is what an engine needs to render one pin.
+type pinContext struct {
+	cluster *v1alpha1.WorkloadCluster
+	pin     Pin
+	ref     v1alpha1.SyncObjectReference
+	// deps are the sync objects of the pinned dependencies, sorted by name.
+	deps []v1alpha1.SyncObjectReference
+	// wave is the pin's depth in the dependency graph: 0 without dependencies.
+	wave int
+}
+
+// DeployedPackages renders the deployed-packages package of cluster: a Kptfile and one file per
+// pin holding its sync object(s). Pins may come in any order. Dependencies on deployments that
+// are not pinned are left out, since the sync object would wait for them forever; a dependency
+// cycle is an error.
 func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, error) {
 	sorted := append([]Pin(nil), pins...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Deployment.Name < sorted[j].Deployment.Name })
-
+	render, ok := engines[Engine(cluster)]
+	if !ok {
+		return Package{}, fmt.Errorf("sync engine %q is not supported: use ConfigSync, ArgoCD or Flux", Engine(cluster))
+	}
 	refs := make(map[string]v1alpha1.SyncObjectReference, len(sorted))
 	for _, p := range sorted {
 		refs[p.Deployment.Name] = SyncObjectRef(cluster, p.Deployment)
 	}
+	waves, err := dependencyWaves(sorted)
+	if err != nil {
+		return Package{}, err
+	}
 
-	pkgName := PackageName(cluster)
-	kptfile, err := marshal(kptfile(path.Base(pkgName), cluster.Name))
+	kptfile, err := marshal(kptfile(path.Base(PackageName(cluster)), cluster.Name))
 	if err != nil {
 		return Package{}, err
 	}
 	out := Package{Files: map[string][]byte{"Kptfile": kptfile}}
 	for _, p := range sorted {
-		obj, err := syncObject(cluster, p, refs)
+		pc := pinContext{cluster: cluster, pin: p, ref: refs[p.Deployment.Name], wave: waves[p.Deployment.Name]}
+		for _, d := range p.Deployment.Spec.DependsOn {
+			if ref, ok := refs[d.Name]; ok {
+				pc.deps = append(pc.deps, ref)
+			}
+		}
+		sort.Slice(pc.deps, func(i, j int) bool { return pc.deps[i].Name < pc.deps[j].Name })
+		b, err := marshal(render(pc)...)
 		if err != nil {
 			return Package{}, fmt.Errorf("deployment %s: %w", p.Deployment.Name, err)
 		}
-		b, err := marshal(obj)
-		if err != nil {
-			return Package{}, fmt.Errorf("deployment %s: %w", p.Deployment.Name, err)
-		}
-		out.Files[FileName(refs[p.Deployment.Name])] = b
+		out.Files[FileName(pc.ref)] = b
 		out.Pins = append(out.Pins, v1alpha1.PublishedPin{Deployment: p.Deployment.Name, Tag: p.Resolved.Tag})
 	}
 	return out, nil
+}
+
+// engines renders the sync object(s) of one pin, per engine.
+var engines = map[v1alpha1.SyncEngine]func(pinContext) []map[string]any{
+	v1alpha1.EngineConfigSync: configSyncObjects,
+	v1alpha1.EngineArgoCD:     argoCDObjects,
+	v1alpha1.EngineFlux:       fluxObjects,
 }
 
 // PackageName is the cluster's deployed-packages package name (a directory under the
@@ -81,24 +115,14 @@ func PackagePath(directory, pkg string) string {
 	return strings.TrimPrefix(path.Join("/", directory, pkg), "/")
 }
 
-// FileName is the file in deployed-packages that holds a sync object.
+// FileName is the file in deployed-packages that holds a pin's sync object(s). Sync object names
+// derive from unique deployment names, so they are unique per cluster whatever their kind.
 func FileName(ref v1alpha1.SyncObjectReference) string {
-	if ref.Kind == "RootSync" {
-		return ref.Name + ".yaml"
-	}
-	return strings.ToLower(ref.Kind) + "-" + ref.Namespace + "-" + ref.Name + ".yaml"
+	return ref.Name + ".yaml"
 }
 
-func syncObject(cluster *v1alpha1.WorkloadCluster, p Pin, refs map[string]v1alpha1.SyncObjectReference) (map[string]any, error) {
-	switch engine(cluster) {
-	case v1alpha1.EngineConfigSync:
-		return configSyncObject(cluster, p, refs), nil
-	default:
-		return nil, fmt.Errorf("sync engine %s is not supported yet: use ConfigSync", engine(cluster))
-	}
-}
-
-func engine(cluster *v1alpha1.WorkloadCluster) v1alpha1.SyncEngine {
+// Engine is the cluster's sync engine, ConfigSync by default.
+func Engine(cluster *v1alpha1.WorkloadCluster) v1alpha1.SyncEngine {
 	if cluster.Spec.Sync.Engine == "" {
 		return v1alpha1.EngineConfigSync
 	}
@@ -121,10 +145,35 @@ func kptfile(name, cluster string) map[string]any {
 	}
 }
 
-func marshal(obj map[string]any) ([]byte, error) {
-	b, err := yaml.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encode %v: %w", obj["kind"], err)
+// metadata is the metadata every generated object carries.
+func metadata(pc pinContext, name, namespace string, annotations map[string]any) map[string]any {
+	if annotations == nil {
+		annotations = map[string]any{}
 	}
-	return b, nil
+	annotations[AnnotationPinnedTag] = pc.pin.Resolved.Tag
+	return map[string]any{
+		"name":        name,
+		"namespace":   namespace,
+		"annotations": annotations,
+		"labels": map[string]any{
+			"app.kubernetes.io/managed-by": "flotilla",
+			v1alpha1.LabelDeployment:       pc.pin.Deployment.Name,
+		},
+	}
+}
+
+// marshal encodes objects as one YAML stream.
+func marshal(objs ...map[string]any) ([]byte, error) {
+	var b bytes.Buffer
+	for i, obj := range objs {
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encode %v: %w", obj["kind"], err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.Bytes(), nil
 }

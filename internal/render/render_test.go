@@ -73,6 +73,18 @@ func TestDeployedPackagesGolden(t *testing.T) {
 			},
 		},
 	}
+	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
+		cases[strings.ToLower(string(engine))] = struct {
+			cluster *v1alpha1.WorkloadCluster
+			pins    []Pin
+		}{
+			cluster: cluster(func(c *v1alpha1.WorkloadCluster) {
+				c.Spec.Sync.Engine = engine
+				c.Spec.Sync.Git = v1alpha1.ClusterGitAuth{Auth: "token", SecretRef: &v1alpha1.LocalObjectReference{Name: "git-creds"}}
+			}),
+			pins: cases["rootsync-and-reposync"].pins,
+		}
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := DeployedPackages(tc.cluster, tc.pins)
@@ -97,6 +109,53 @@ func TestDeployedPackagesIsDeterministic(t *testing.T) {
 	}
 	if diff := cmp.Diff(first, second); diff != "" {
 		t.Errorf("rendering depends on pin order (-first +second):\n%s", diff)
+	}
+}
+
+func TestBootstrapGolden(t *testing.T) {
+	src := Source{RepoURL: "https://git.example/edge01.git", Branch: "main", Directory: "/clusters/edge01"}
+	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineConfigSync, v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
+		t.Run(string(engine), func(t *testing.T) {
+			got, err := Bootstrap(cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = engine }), src, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", "bootstrap-"+strings.ToLower(string(engine))+".yaml"), got)
+		})
+	}
+}
+
+func TestParsePinsReadsBackEveryEngine(t *testing.T) {
+	pins := []Pin{pin("a", "pa", 1, nil), pin("b", "pb", 2, func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = "ns" })}
+	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineConfigSync, v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
+		pkg, err := DeployedPackages(cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = engine }), pins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(pkg.Pins, ParsePins(pkg.Files)); diff != "" {
+			t.Errorf("%s: ParsePins differs from the rendered pins (-rendered +parsed):\n%s", engine, diff)
+		}
+	}
+}
+
+func TestDependencyWaves(t *testing.T) {
+	dep := func(names ...string) func(*v1alpha1.PackageDeployment) {
+		return func(pd *v1alpha1.PackageDeployment) {
+			for _, n := range names {
+				pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: n})
+			}
+		}
+	}
+	got, err := dependencyWaves([]Pin{pin("app", "p", 1, dep("db", "crds")), pin("db", "p", 1, dep("crds")), pin("crds", "p", 1, nil), pin("lone", "p", 1, dep("missing"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"app": 2, "db": 1, "crds": 0, "lone": 0}, got); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+	_, err = DeployedPackages(cluster(nil), []Pin{pin("a", "p", 1, dep("b")), pin("b", "p", 1, dep("c")), pin("c", "p", 1, dep("a"))})
+	if err == nil || !strings.Contains(err.Error(), "dependency cycle: a → b → c → a") {
+		t.Errorf("want the cycle named, got %v", err)
 	}
 }
 

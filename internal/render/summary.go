@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 
@@ -65,29 +66,30 @@ func Summary(changes []Change) string {
 	return strings.Join(parts, ", ")
 }
 
-// ParsePins reads back the pins of a rendered deployed-packages package: the deployment label
-// and the pinned revision of every sync object. Files that are not sync objects are skipped.
+// ParsePins reads back the pins of a rendered deployed-packages package from the deployment label
+// and the pinned-tag annotation of its objects, whatever the engine. Other files are skipped.
 func ParsePins(files map[string][]byte) []v1alpha1.PublishedPin {
-	var pins []v1alpha1.PublishedPin
+	seen := map[string]string{}
 	for _, b := range files {
-		var obj struct {
-			Metadata struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-			Spec struct {
-				Git struct {
-					Revision string `json:"revision"`
-				} `json:"git"`
-			} `json:"spec"`
+		for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+			var obj struct {
+				Metadata struct {
+					Labels      map[string]string `json:"labels"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal(doc, &obj); err != nil {
+				continue
+			}
+			name, tag := obj.Metadata.Labels[v1alpha1.LabelDeployment], obj.Metadata.Annotations[AnnotationPinnedTag]
+			if name != "" && tag != "" {
+				seen[name] = tag
+			}
 		}
-		if err := yaml.Unmarshal(b, &obj); err != nil {
-			continue
-		}
-		name := obj.Metadata.Labels[v1alpha1.LabelDeployment]
-		if name == "" || obj.Spec.Git.Revision == "" {
-			continue
-		}
-		pins = append(pins, v1alpha1.PublishedPin{Deployment: name, Tag: obj.Spec.Git.Revision})
+	}
+	pins := make([]v1alpha1.PublishedPin, 0, len(seen))
+	for name, tag := range seen {
+		pins = append(pins, v1alpha1.PublishedPin{Deployment: name, Tag: tag})
 	}
 	sort.Slice(pins, func(i, j int) bool { return pins[i].Deployment < pins[j].Deployment })
 	return pins

@@ -59,6 +59,8 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths: []string{
 			filepath.Join(Root(), "config", "crd", "bases"),
 			filepath.Join(SharedCRDs(), "configsync"),
+			filepath.Join(SharedCRDs(), "argocd"),
+			filepath.Join(SharedCRDs(), "flux"),
 		},
 		ErrorIfCRDPathMissing: true,
 	}
@@ -78,6 +80,16 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	return &Env{Config: cfg, Client: c, env: env}, nil
+}
+
+// AdminKubeconfig returns a kubeconfig for a new user in system:masters, for processes that
+// reach the test API server (Flux controllers, a workload cluster Secret).
+func (e *Env) AdminKubeconfig(user string) ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.KubeConfig()
 }
 
 // Stop stops the API server.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,10 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/bootstrap"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -29,7 +32,12 @@ type Reconciler struct {
 	APIReader client.Reader
 	Git       fleet.Git
 	Events    events.EventRecorder
+	// Clients reach workload clusters that have spec.kubeConfigSecretRef.
+	Clients *remotecluster.Clients
 }
+
+// bootstrapResync is how often the root sync object is re-applied, restoring drift.
+const bootstrapResync = 10 * time.Minute
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=get;patch
@@ -40,6 +48,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	cluster := &v1alpha1.WorkloadCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Clients.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	p := patch.New(r.Client, cluster)
@@ -78,7 +89,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	r.recordEvent(cluster, out)
 	setPublished(cluster, out)
-	return ctrl.Result{}, nil
+	if cluster.Spec.KubeConfigSecretRef == nil {
+		return ctrl.Result{}, nil
+	}
+	setBootstrapped(cluster, r.bootstrap(ctx, cluster, repo))
+	return ctrl.Result{RequeueAfter: bootstrapResync}, nil
+}
+
+// bootstrap applies the cluster's root sync object in the workload cluster.
+func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) error {
+	remote, err := r.Clients.For(ctx, r.APIReader, cluster)
+	if err != nil {
+		return err
+	}
+	objs, err := bootstrap.Objects(cluster, repo, "")
+	if err != nil {
+		return err
+	}
+	_, err = bootstrap.Apply(ctx, remote, objs)
+	return err
 }
 
 // pins collects the resolved pins of the cluster's deployments that are not being deleted.

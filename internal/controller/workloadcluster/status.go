@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
 func setSuspended(c *v1alpha1.WorkloadCluster) {
@@ -24,6 +25,17 @@ func reason(err error) (string, bool) {
 		return "ApprovalFailed", true
 	}
 	return gitremote.Reason(err)
+}
+
+// setBootstrapped reports whether the root sync object is applied in the workload cluster. It does
+// not change Ready: publishing worked either way.
+func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
+	if err != nil {
+		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, false, "BootstrapFailed", err.Error())
+		return
+	}
+	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, true, "Applied",
+		fmt.Sprintf("%s is applied in the workload cluster", render.BootstrapName))
 }
 
 func setFailed(c *v1alpha1.WorkloadCluster, err error) {

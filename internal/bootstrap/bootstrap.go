@@ -1,0 +1,61 @@
+// Package bootstrap applies a cluster's root sync object (the one that makes its GitOps agent
+// sync deployed-packages) with server-side apply.
+package bootstrap
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+// FieldOwner is flotilla's server-side apply field manager.
+const FieldOwner = "flotilla"
+
+// Objects renders the root sync objects of cluster, whose deployed-packages lives in repo.
+func Objects(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, namespace string) ([]byte, error) {
+	return render.Bootstrap(cluster, render.Source{
+		RepoURL:   gitremote.SyncURL(repo),
+		Branch:    gitremote.Branch(repo),
+		Directory: repo.Spec.Git.Directory,
+	}, namespace)
+}
+
+// Apply server-side applies every object of a YAML stream with c, taking ownership of the fields
+// it sets, and returns what it applied as kind/namespace/name.
+func Apply(ctx context.Context, c client.Client, stream []byte) ([]string, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	var applied []string
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return applied, nil
+		}
+		if err != nil {
+			return applied, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return applied, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return applied, fmt.Errorf("apply %s: %w", name, err)
+		}
+		applied = append(applied, name)
+	}
+}

@@ -1,0 +1,73 @@
+package render
+
+import (
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+const (
+	fluxSourceAPIVersion    = "source.toolkit.fluxcd.io/v1"
+	fluxKustomizeAPIVersion = "kustomize.toolkit.fluxcd.io/v1"
+)
+
+// fluxObjects renders a GitRepository pinned to the package's tag and a Kustomization applying
+// the package directory from it; prune follows the deletion policy, dependencies become dependsOn.
+func fluxObjects(pc pinContext) []map[string]any {
+	s := fluxSettings(pc.cluster)
+	source := fluxGitRepository(pc.cluster, s, pc.pin.RepoURL, map[string]any{"tag": pc.pin.Resolved.Tag})
+	source["metadata"] = metadata(pc, pc.ref.Name, pc.ref.Namespace, nil)
+
+	spec := fluxKustomizationSpec(s, pc.ref.Name, pc.pin.Resolved.Directory, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
+	if ns := pc.pin.Deployment.Spec.Namespace; ns != "" {
+		spec["targetNamespace"] = ns
+	}
+	if len(pc.deps) > 0 {
+		var deps []any
+		for _, d := range pc.deps {
+			deps = append(deps, map[string]any{"name": d.Name})
+		}
+		spec["dependsOn"] = deps
+	}
+	return []map[string]any{source, {
+		"apiVersion": fluxKustomizeAPIVersion,
+		"kind":       "Kustomization",
+		"metadata":   metadata(pc, pc.ref.Name, pc.ref.Namespace, nil),
+		"spec":       spec,
+	}}
+}
+
+func fluxGitRepository(cluster *v1alpha1.WorkloadCluster, s v1alpha1.FluxSync, url string, ref map[string]any) map[string]any {
+	spec := map[string]any{"interval": s.Interval.Duration.String(), "url": url, "ref": ref}
+	if sr := cluster.Spec.Sync.Git.SecretRef; sr != nil {
+		spec["secretRef"] = map[string]any{"name": sr.Name}
+	}
+	return map[string]any{"apiVersion": fluxSourceAPIVersion, "kind": "GitRepository", "spec": spec}
+}
+
+func fluxKustomizationSpec(s v1alpha1.FluxSync, source, dir string, prune bool) map[string]any {
+	return map[string]any{
+		"interval":  s.Interval.Duration.String(),
+		"sourceRef": map[string]any{"kind": "GitRepository", "name": source},
+		"path":      "./" + strings.TrimPrefix(dir, "/"),
+		"prune":     prune,
+	}
+}
+
+// fluxSettings is the cluster's Flux settings with defaults filled in.
+func fluxSettings(cluster *v1alpha1.WorkloadCluster) v1alpha1.FluxSync {
+	s := v1alpha1.FluxSync{}
+	if cluster.Spec.Sync.Flux != nil {
+		s = *cluster.Spec.Sync.Flux
+	}
+	if s.Namespace == "" {
+		s.Namespace = "flux-system"
+	}
+	if s.Interval == nil || s.Interval.Duration <= 0 {
+		s.Interval = &metav1.Duration{Duration: time.Minute}
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+)
+
+// story is one user story's world: a namespace (flotilla objects, Flux objects and the deployed
+// workload all live in it), a git server with a catalog and the cluster repository, and a Flux
+// cluster bootstrapped by the controller.
+type story struct {
+	t       *testing.T
+	g       Gomega
+	ctx     context.Context
+	ns      string
+	catalog string
+}
+
+const waitLong = 90 * time.Second
+
+func newStory(t *testing.T) *story {
+	s := &story{t: t, g: NewWithT(t), ctx: context.Background()}
+	s.ns = "e2e-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	s.g.Expect(namespace(s.ctx, s.ns)).To(Succeed())
+	srv := gittest.NewServer(t)
+	srv.CreateRepo(t, "catalog")
+	srv.CreateRepo(t, "edge01")
+	s.catalog = srv.Dir("catalog")
+	s.publish(1)
+	s.publish(2)
+
+	s.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: s.ns}, Data: map[string][]byte{"value": kubeconfig}})
+	for _, name := range []string{"catalog", "edge01"} {
+		s.create(&v1alpha1.Repository{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}},
+		})
+	}
+	cluster := &v1alpha1.WorkloadCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: s.ns},
+		Spec: v1alpha1.WorkloadClusterSpec{
+			Repository:          v1alpha1.LocalObjectReference{Name: "edge01"},
+			Sync:                v1alpha1.ClusterSync{Engine: v1alpha1.EngineFlux, Flux: &v1alpha1.FluxSync{Namespace: s.ns, Interval: &metav1.Duration{Duration: 2 * time.Second}}},
+			KubeConfigSecretRef: &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"},
+		},
+	}
+	s.create(cluster)
+	s.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(cluster), cluster)).To(Succeed())
+		c := meta.FindStatusCondition(cluster.Status.Conditions, v1alpha1.ConditionBootstrapped)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, waitLong).Should(Succeed())
+	return s
+}
+
+// publish publishes revision n of the package "app": one ConfigMap whose data says n.
+func (s *story) publish(n int) {
+	gittest.Commit(s.t, s.catalog, "app", map[string]string{
+		"app/Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n",
+		"app/configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  revision: \"%d\"\n", n),
+	}, fmt.Sprintf("app/v%d", n))
+}
+
+func (s *story) create(obj client.Object) {
+	s.t.Helper()
+	s.g.Expect(env.Client.Create(s.ctx, obj)).To(Succeed())
+}
+
+func (s *story) deploy(name, revision string, policy v1alpha1.DeletionPolicy) *v1alpha1.PackageDeployment {
+	pd := &v1alpha1.PackageDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: v1alpha1.PackageDeploymentSpec{
+			Cluster:        v1alpha1.LocalObjectReference{Name: "edge01"},
+			Package:        v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "app", Revision: revision},
+			Namespace:      s.ns,
+			DeletionPolicy: policy,
+		},
+	}
+	s.create(pd)
+	return pd
+}
+
+// workload returns the revision the deployed ConfigMap says, "" when it does not exist.
+func (s *story) workload() string {
+	cm := &corev1.ConfigMap{}
+	err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "app"}, cm)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	s.g.Expect(err).NotTo(HaveOccurred())
+	return cm.Data["revision"]
+}
+
+// fluxObject reports whether a Flux object of kind exists in the story's namespace.
+func (s *story) fluxObject(kind, name string) bool {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	if kind == "GitRepository" {
+		u.SetAPIVersion("source.toolkit.fluxcd.io/v1")
+	}
+	u.SetKind(kind)
+	err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, u)
+	return err == nil
+}
+
+// Stories 1, 2, 3 and 5: deploy v1, publishing a new revision alone changes nothing, upgrade to
+// v2, undeploy prunes.
+func TestDeployUpgradeUndeploy(t *testing.T) {
+	s := newStory(t)
+	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"), "deploying v1 makes its objects appear")
+
+	s.publish(3)
+	s.g.Consistently(s.workload, 15*time.Second, time.Second).Should(Equal("1"), "publishing app/v3 alone must not deploy it")
+
+	s.g.Eventually(func() error {
+		if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Spec.Package.Revision = "v2"
+		return env.Client.Update(s.ctx, pd)
+	}).Should(Succeed())
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("2"), "changing the deployment to v2 changes the objects")
+
+	s.g.Expect(env.Client.Delete(s.ctx, pd)).To(Succeed())
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(BeEmpty(), "deleting the deployment prunes its objects")
+	s.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)) }, waitLong).Should(BeTrue())
+}
+
+// Story 4: with Orphan, undeploying leaves the objects running.
+func TestOrphanLeavesTheWorkload(t *testing.T) {
+	s := newStory(t)
+	pd := s.deploy("app", "v2", v1alpha1.DeletionPolicyOrphan)
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("2"))
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+	syncName := pd.Status.SyncObject.Name
+
+	s.g.Expect(env.Client.Delete(s.ctx, pd)).To(Succeed())
+	s.g.Eventually(func() bool { return s.fluxObject("Kustomization", syncName) }, waitLong, time.Second).Should(BeFalse(),
+		"the deployment's Kustomization leaves the cluster")
+	s.g.Consistently(s.workload, 10*time.Second, time.Second).Should(Equal("2"), "Orphan keeps the objects")
+}

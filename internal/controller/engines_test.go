@@ -99,4 +99,3 @@ func kinds(objs []*unstructured.Unstructured) []string {
 	}
 	return k
 }
-

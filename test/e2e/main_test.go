@@ -130,4 +130,3 @@ func must(s string, err error) string {
 func namespace(ctx context.Context, name string) error {
 	return env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
-

@@ -23,7 +23,7 @@ func TestEngineSwitchAndRealCRDs(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
 	f.repository("edge01")
-	c := f.cluster(func(c *v1alpha1.WorkloadCluster) {
+	f.cluster(func(c *v1alpha1.WorkloadCluster) {
 		c.Spec.Sync.Engine = v1alpha1.EngineArgoCD
 		c.Spec.Sync.ArgoCD = &v1alpha1.ArgoCDSync{Namespace: f.ns}
 		c.Spec.Sync.Flux = &v1alpha1.FluxSync{Namespace: f.ns}
@@ -38,7 +38,7 @@ func TestEngineSwitchAndRealCRDs(t *testing.T) {
 		v1alpha1.PublishedPin{Deployment: "edge01-app", Tag: "nginx-hello/v2"},
 		v1alpha1.PublishedPin{Deployment: "edge01-crds", Tag: "crds/v1"},
 	)
-	c = f.clusterWith(both)
+	c := f.clusterWith(both)
 	argo := f.objects(c.Status.DeployedPackages.Tag)
 	f.g.Expect(kinds(argo)).To(ConsistOf("Application", "Application"))
 	for _, o := range argo {

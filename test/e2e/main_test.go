@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if code != 0 {
+		dumpLogs(work)
+	}
 	if err := stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
@@ -79,12 +83,15 @@ func startFlux(bin, work string) (stop func(), err error) {
 	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(filepath.Join(work, "flux-storage"), 0o755); err != nil {
+		return nil, err
+	}
 	storage, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	common := func() []string {
-		return []string{"--enable-leader-election=false", "--metrics-addr=" + must(freeAddr()), "--health-addr=" + must(freeAddr()), "--log-level=info"}
+		return []string{"--enable-leader-election=false", "--metrics-addr=" + must(freeAddr()), "--health-addr=" + must(freeAddr()), "--log-level=info", "--requeue-dependency=2s"}
 	}
 	procs := []*exec.Cmd{
 		exec.Command(filepath.Join(bin, "source-controller"), append(common(),
@@ -129,4 +136,20 @@ func must(s string, err error) string {
 // namespace creates a namespace for one test.
 func namespace(ctx context.Context, name string) error {
 	return env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// dumpLogs prints the end of the Flux controllers' logs, to see why a story failed.
+func dumpLogs(work string) {
+	logs, _ := filepath.Glob(filepath.Join(work, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(os.Stderr, "--- last lines of %s\n%s\n", filepath.Base(l), strings.Join(lines, "\n"))
+	}
 }

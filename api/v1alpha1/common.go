@@ -43,6 +43,13 @@ const (
 	// FinalizerPackageDeployment holds a deleted PackageDeployment until the deployed-packages
 	// revision without it is published.
 	FinalizerPackageDeployment = "flotilla.dev/undeploy"
+	// LabelPackageSet names, on a generated PackageDeployment, the PackageSet that owns it.
+	LabelPackageSet = "flotilla.dev/packageset"
+	// FinalizerPackageSet holds a deleted PackageSet until its deletion policy is applied to the
+	// deployments it generated.
+	FinalizerPackageSet = "flotilla.dev/packageset"
+	// ConditionProgressing is True on a PackageSet while its deployments move to what it asks.
+	ConditionProgressing = "Progressing"
 	// LabelDeployment names, on a sync object, the PackageDeployment it comes from.
 	LabelDeployment = "flotilla.dev/deployment"
 )

@@ -26,6 +26,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Repository{}, &RepositoryList{},
 		&WorkloadCluster{}, &WorkloadClusterList{},
 		&PackageDeployment{}, &PackageDeploymentList{},
+		&PackageSet{}, &PackageSetList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

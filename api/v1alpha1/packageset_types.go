@@ -1,0 +1,198 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PackageSetSpec deploys one blueprint revision to every target its generator yields.
+type PackageSetSpec struct {
+	// Package is the blueprint: repository, package and revision (vN or latest).
+	Package PackageReference `json:"package"`
+
+	// Targets is the generator of targets: exactly one of clusters, list, objects or matrix.
+	Targets Generator `json:"targets"`
+
+	// Template says how each target's PackageDeployment looks.
+	// +kubebuilder:default={}
+	// +optional
+	Template DeploymentTemplate `json:"template,omitempty"`
+
+	// AllowEmpty lets a generator result of zero targets delete every generated deployment.
+	// Without it, a set that had targets and suddenly has none keeps them and reports why.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// DeletionPolicy says what deleting the set does: Delete (default) deletes the generated
+	// deployments, which undeploys them; Orphan leaves them running as standalone deployments.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// Generator yields targets: clusters with values.
+// +kubebuilder:validation:XValidation:rule="(has(self.clusters) ? 1 : 0) + (has(self.list) ? 1 : 0) + (has(self.objects) ? 1 : 0) + (has(self.matrix) ? 1 : 0) == 1",message="set exactly one generator: clusters, list, objects or matrix"
+// +kubebuilder:validation:XValidation:rule="!has(self.matrix) || self.matrix.all(m, (has(m.clusters) ? 1 : 0) + (has(m.list) ? 1 : 0) + (has(m.objects) ? 1 : 0) == 1)",message="each matrix element sets exactly one of clusters, list or objects"
+type Generator struct {
+	LeafGenerator `json:",inline"`
+
+	// Matrix is the cartesian product of two generators; the values of each pair are merged
+	// (the second wins). When both name a cluster, only pairs naming the same cluster are kept.
+	// +kubebuilder:validation:MinItems=2
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	Matrix []LeafGenerator `json:"matrix,omitempty"`
+}
+
+// LeafGenerator is a generator that is not a matrix.
+type LeafGenerator struct {
+	// Clusters selects WorkloadClusters in the set's namespace by label.
+	// +optional
+	Clusters *ClusterGenerator `json:"clusters,omitempty"`
+
+	// List is literal elements: a cluster (optional inside a matrix) and values.
+	// +kubebuilder:validation:MaxItems=10000
+	// +optional
+	List []ListElement `json:"list,omitempty"`
+
+	// Objects selects objects of any kind in the set's namespace; clusterExpr names each one's
+	// cluster (Nephio's infra.nephio.org WorkloadCluster objects, for example).
+	// +optional
+	Objects *ObjectGenerator `json:"objects,omitempty"`
+}
+
+// ClusterGenerator selects WorkloadClusters.
+type ClusterGenerator struct {
+	// Selector over the WorkloadClusters' labels; empty selects every cluster of the namespace.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ListElement is one literal target.
+type ListElement struct {
+	// Cluster names a WorkloadCluster in the set's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// Values are the element's values, `values` in CEL.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+}
+
+// ObjectGenerator selects objects of any kind.
+type ObjectGenerator struct {
+	// APIVersion of the objects, e.g. infra.nephio.org/v1alpha1.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects, e.g. WorkloadCluster.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Selector over the objects' labels; empty selects every object of the namespace.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+	// ClusterExpr is a CEL expression over `object` (the selected object) giving the name of the
+	// WorkloadCluster it stands for.
+	// +kubebuilder:default="object.metadata.name"
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	ClusterExpr string `json:"clusterExpr,omitempty"`
+	// ValuesExpr is an optional CEL expression over `object` giving a map of string values.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	ValuesExpr string `json:"valuesExpr,omitempty"`
+}
+
+// DeploymentTemplate is how each target's PackageDeployment looks. Expressions are CEL over
+// `target` (name, namespace, labels, annotations, context of the cluster), `values` (the
+// element's values), `upstream` (repository, name, revision, tag, commit of the blueprint) and
+// `set` (name, namespace, labels, annotations of the PackageSet).
+type DeploymentTemplate struct {
+	// NameExpr gives the deployment's name (hashed down to 63 characters when longer). Default:
+	// set.name + '-' + target.name.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	NameExpr string `json:"nameExpr,omitempty"`
+	// Namespace deploys namespace-scoped (PackageDeployment.spec.namespace).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// NamespaceExpr gives the namespace per target; it wins over namespace.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	NamespaceExpr string `json:"namespaceExpr,omitempty"`
+	// DeletionPolicy of the generated deployments.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// Labels to put on each deployment: label key → CEL expression giving the value.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations to put on each deployment: annotation key → CEL expression giving the value.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// PackageSetStatus summarizes the generated deployments.
+type PackageSetStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Progressing, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Targets is the number of targets the generator yields.
+	// +optional
+	Targets int `json:"targets"`
+	// Updated is the number of deployments whose spec is the one the set asks for.
+	// +optional
+	Updated int `json:"updated"`
+	// Ready is the number of deployments that are Ready.
+	// +optional
+	Ready int `json:"ready"`
+	// Failed is the number of targets with a problem.
+	// +optional
+	Failed int `json:"failed,omitempty"`
+	// Problems lists the first problems by target, so status stays small at any fleet size.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	Problems []TargetProblem `json:"problems,omitempty"`
+}
+
+// TargetProblem is why one target could not be rendered.
+type TargetProblem struct {
+	// Target is the cluster (and values) the problem is about.
+	Target string `json:"target"`
+	// Message says what is wrong and what to fix.
+	Message string `json:"message"`
+}
+
+// PackageSet deploys a blueprint revision to every target a generator yields, as owned
+// PackageDeployments.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pset,categories=flotilla
+// +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.package.name`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.package.revision`
+// +kubebuilder:printcolumn:name="Targets",type=integer,JSONPath=`.status.targets`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updated`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PackageSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PackageSetSpec   `json:"spec"`
+	Status PackageSetStatus `json:"status,omitempty"`
+}
+
+// PackageSetList is a list of PackageSets.
+// +kubebuilder:object:root=true
+type PackageSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PackageSet `json:"items"`
+}

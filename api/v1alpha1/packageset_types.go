@@ -5,6 +5,7 @@ import (
 )
 
 // PackageSetSpec deploys one blueprint revision to every target its generator yields.
+// +kubebuilder:validation:XValidation:rule="has(self.package.repository)",message="package.repository is required: name the Repository that holds the blueprint"
 type PackageSetSpec struct {
 	// Package is the blueprint: repository, package and revision (vN or latest).
 	Package PackageReference `json:"package"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
+	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -28,6 +29,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: store},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: &remotecluster.Clients{}},
 	}
 	for _, r := range reconcilers {

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -28,7 +29,10 @@ type Fleet struct {
 	Repositories map[string]*v1alpha1.Repository
 	Clusters     map[string]*v1alpha1.WorkloadCluster
 	Deployments  map[string]*v1alpha1.PackageDeployment
+	Sets         map[string]*v1alpha1.PackageSet
 	Secrets      map[string]*corev1.Secret
+	// Objects holds every other object, for objects generators.
+	Objects []*unstructured.Unstructured
 }
 
 // Load reads every .yaml/.yml/.json file under dir (recursively). Objects of other kinds are
@@ -38,6 +42,7 @@ func Load(dir string) (*Fleet, error) {
 		Repositories: map[string]*v1alpha1.Repository{},
 		Clusters:     map[string]*v1alpha1.WorkloadCluster{},
 		Deployments:  map[string]*v1alpha1.PackageDeployment{},
+		Sets:         map[string]*v1alpha1.PackageSet{},
 		Secrets:      map[string]*corev1.Secret{},
 	}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -100,9 +105,21 @@ func (f *Fleet) addDoc(doc []byte) error {
 		obj = &v1alpha1.WorkloadCluster{}
 	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "PackageDeployment":
 		obj = &v1alpha1.PackageDeployment{}
+	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "PackageSet":
+		obj = &v1alpha1.PackageSet{}
 	case tm.APIVersion == "v1" && tm.Kind == "Secret":
 		obj = &corev1.Secret{}
+	case tm.APIVersion == "" || tm.Kind == "":
+		return nil
 	default:
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return err
+		}
+		if u.GetNamespace() == "" {
+			u.SetNamespace("default")
+		}
+		f.Objects = append(f.Objects, u)
 		return nil
 	}
 	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
@@ -119,6 +136,8 @@ func (f *Fleet) addDoc(doc []byte) error {
 		f.Clusters[key] = o
 	case *v1alpha1.PackageDeployment:
 		f.Deployments[key] = o
+	case *v1alpha1.PackageSet:
+		f.Sets[key] = o
 	case *corev1.Secret:
 		f.Secrets[key] = o
 	}

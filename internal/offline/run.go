@@ -35,6 +35,14 @@ type Result struct {
 // deployment never undeploys the others.
 func Run(ctx context.Context, git Git, f *Fleet) []Result {
 	var results []Result
+	expanded, err := ExpandSets(ctx, git, f)
+	if err != nil {
+		for _, key := range sortedKeys(f.Clusters) {
+			results = append(results, Result{Cluster: key, Err: err})
+		}
+		return results
+	}
+	f = expanded
 	for _, key := range sortedKeys(f.Clusters) {
 		c := f.Clusters[key]
 		out, err := publishCluster(ctx, git, f, c)

@@ -19,6 +19,8 @@ const (
 	DeploymentRepository = "packageRepository"
 	// ClusterRepository indexes WorkloadClusters by spec.repository.name.
 	ClusterRepository = "spec.repository.name"
+	// SetRepository indexes PackageSets by their blueprint's repository.
+	SetRepository = "spec.package.repository.name"
 )
 
 // Setup registers the indexes with the manager's cache.
@@ -30,6 +32,14 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 		return err
 	}
 	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentRepository, deploymentRepositories); err != nil {
+		return err
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.PackageSet{}, SetRepository, func(o client.Object) []string {
+		if r := o.(*v1alpha1.PackageSet).Spec.Package.Repository; r != nil {
+			return []string{r.Name}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	return fi.IndexField(ctx, &v1alpha1.WorkloadCluster{}, ClusterRepository, func(o client.Object) []string {

@@ -1,0 +1,130 @@
+package packageset
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/generate"
+)
+
+// AnnotationTarget records, on a generated deployment, the generator element it comes from, so a
+// target whose template fails keeps its deployment.
+const AnnotationTarget = "flotilla.dev/target"
+
+// changes is what the set must write to match the generator.
+type changes struct {
+	create, update, delete []*v1alpha1.PackageDeployment
+	// unchanged counts deployments that already match.
+	unchanged int
+}
+
+// plan compares the generated targets with the deployments the set owns. A deployment is deleted
+// only when its target left the generator; one whose target has a problem is kept as it is.
+func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result) changes {
+	var c changes
+	byName := map[string]*v1alpha1.PackageDeployment{}
+	for i := range owned {
+		byName[owned[i].Name] = &owned[i]
+	}
+	keep := map[string]bool{}
+	for _, p := range result.Problems {
+		keep[p.Target] = true
+	}
+	wanted := map[string]bool{}
+	for _, t := range result.Targets {
+		wanted[t.Name] = true
+		desired := deployment(set, t)
+		cur, ok := byName[t.Name]
+		switch {
+		case !ok:
+			c.create = append(c.create, desired)
+		case cur.Spec.Cluster != desired.Spec.Cluster:
+			// The cluster of a deployment is immutable: replace it.
+			c.delete = append(c.delete, cur)
+		case matches(cur, desired):
+			c.unchanged++
+		default:
+			upd := cur.DeepCopy()
+			upd.Spec = desired.Spec
+			upd.Labels, upd.Annotations = desired.Labels, desired.Annotations
+			c.update = append(c.update, upd)
+		}
+	}
+	for i := range owned {
+		pd := &owned[i]
+		if !wanted[pd.Name] && !keep[pd.Annotations[AnnotationTarget]] && pd.DeletionTimestamp.IsZero() {
+			c.delete = append(c.delete, pd)
+		}
+	}
+	return c
+}
+
+// deployment is the PackageDeployment a target asks for, owned by the set.
+func deployment(set *v1alpha1.PackageSet, t generate.Target) *v1alpha1.PackageDeployment {
+	labels := maps.Clone(t.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelPackageSet] = set.Name
+	annotations := maps.Clone(t.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationTarget] = t.Key
+	pkg := set.Spec.Package
+	return &v1alpha1.PackageDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            t.Name,
+			Namespace:       set.Namespace,
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(set)},
+		},
+		Spec: v1alpha1.PackageDeploymentSpec{
+			Cluster:        v1alpha1.LocalObjectReference{Name: t.Cluster},
+			Package:        *pkg.DeepCopy(),
+			Namespace:      t.Namespace,
+			DeletionPolicy: t.DeletionPolicy,
+		},
+	}
+}
+
+func ownerRef(set *v1alpha1.PackageSet) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               "PackageSet",
+		Name:               set.Name,
+		UID:                set.UID,
+		Controller:         &yes,
+		BlockOwnerDeletion: &yes,
+	}
+}
+
+// matches reports whether cur already is what desired asks for (fields the set owns only).
+func matches(cur, desired *v1alpha1.PackageDeployment) bool {
+	return equalSpec(cur.Spec, desired.Spec) &&
+		maps.Equal(cur.Labels, desired.Labels) &&
+		maps.Equal(cur.Annotations, desired.Annotations)
+}
+
+func equalSpec(a, b v1alpha1.PackageDeploymentSpec) bool {
+	if a.DeletionPolicy == "" {
+		a.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+	}
+	if b.DeletionPolicy == "" {
+		b.DeletionPolicy = v1alpha1.DeletionPolicyDelete
+	}
+	return a.Cluster == b.Cluster && a.Namespace == b.Namespace && a.DeletionPolicy == b.DeletionPolicy &&
+		a.Package.Name == b.Package.Name && a.Package.Revision == b.Package.Revision &&
+		equalRef(a.Package.Repository, b.Package.Repository) && len(a.DependsOn) == 0 && !a.Suspend
+}
+
+func equalRef(a, b *v1alpha1.LocalObjectReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

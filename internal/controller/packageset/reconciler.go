@@ -1,0 +1,177 @@
+// Package packageset reconciles PackageSet: it evaluates the set's generator over clusters (and
+// other objects), and creates, updates and deletes the PackageDeployments it owns to match. It
+// never deletes on an error: a failing generator, or a sudden result of zero targets, keeps every
+// deployment and says why.
+package packageset
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/patch"
+)
+
+// Reconciler reconciles PackageSet objects.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Secrets and generator objects without caching them.
+	APIReader client.Reader
+	Git       fleet.Git
+
+	controller controller.Controller
+	cache      cacheSource
+	watchedMu  sync.Mutex
+	watched    map[schema.GroupVersionKind]bool
+}
+
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infra.nephio.org,resources=workloadclusters,verbs=get;list;watch
+
+// Reconcile makes the set's deployments match its generator.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	set := &v1alpha1.PackageSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	p := patch.New(r.Client, set)
+	defer func() {
+		if perr := p.Patch(ctx, set); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+
+	owned, err := r.owned(ctx, set)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !set.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, set, owned)
+	}
+	controllerutil.AddFinalizer(set, v1alpha1.FinalizerPackageSet)
+
+	in, err := r.inputs(ctx, set)
+	if err != nil {
+		setGeneratorFailed(set, err, len(owned))
+		return ctrl.Result{}, nil
+	}
+	result, err := generate.Generate(in)
+	if err != nil {
+		setGeneratorFailed(set, err, len(owned))
+		return ctrl.Result{}, nil
+	}
+	if len(result.Targets) == 0 && len(result.Problems) == 0 && len(owned) > 0 && !set.Spec.AllowEmpty {
+		setEmptyGuard(set, len(owned))
+		return ctrl.Result{}, nil
+	}
+	changes := plan(set, owned, result)
+	conflicts, err := r.apply(ctx, changes)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result.Problems = append(result.Problems, conflicts...)
+	setProgress(set, result, owned)
+	return ctrl.Result{}, nil
+}
+
+// owned lists the deployments the set generated.
+func (r *Reconciler) owned(ctx context.Context, set *v1alpha1.PackageSet) ([]v1alpha1.PackageDeployment, error) {
+	var list v1alpha1.PackageDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+		return nil, fmt.Errorf("list deployments of %s: %w", set.Name, err)
+	}
+	out := list.Items[:0]
+	for _, pd := range list.Items {
+		if metav1.IsControlledBy(&pd, set) {
+			out = append(out, pd)
+		}
+	}
+	return out, nil
+}
+
+// apply writes the planned changes: creations and updates first, deletions last. A name taken by
+// a deployment the set does not own is a conflict, never overwritten.
+func (r *Reconciler) apply(ctx context.Context, c changes) ([]generate.Problem, error) {
+	var conflicts []generate.Problem
+	for _, pd := range c.create {
+		err := r.Client.Create(ctx, pd)
+		if apierrors.IsAlreadyExists(err) {
+			conflicts = append(conflicts, generate.Problem{Target: pd.Annotations[AnnotationTarget],
+				Message: fmt.Sprintf("PackageDeployment %s already exists and is not owned by this set: rename one of them (template.nameExpr)", pd.Name)})
+			continue
+		}
+		if err != nil {
+			return conflicts, fmt.Errorf("create deployment %s: %w", pd.Name, err)
+		}
+	}
+	for _, pd := range c.update {
+		if err := r.Client.Update(ctx, pd); err != nil {
+			return conflicts, fmt.Errorf("update deployment %s: %w", pd.Name, err)
+		}
+	}
+	for _, pd := range c.delete {
+		if err := r.Client.Delete(ctx, pd); client.IgnoreNotFound(err) != nil {
+			return conflicts, fmt.Errorf("delete deployment %s: %w", pd.Name, err)
+		}
+	}
+	return conflicts, nil
+}
+
+// reconcileDelete applies the set's deletion policy to its deployments, then releases the set:
+// Delete deletes them (each undeploys through its own finalizer) and waits until they are gone;
+// Orphan removes the set's owner reference and label so they live on as standalone deployments.
+func (r *Reconciler) reconcileDelete(ctx context.Context, set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment) error {
+	if !controllerutil.ContainsFinalizer(set, v1alpha1.FinalizerPackageSet) {
+		return nil
+	}
+	for i := range owned {
+		pd := &owned[i]
+		if set.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan {
+			if err := r.orphan(ctx, pd); err != nil {
+				return err
+			}
+			continue
+		}
+		if pd.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, pd); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete deployment %s: %w", pd.Name, err)
+			}
+		}
+	}
+	if set.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan && len(owned) > 0 {
+		setDeleting(set, len(owned))
+		return nil // the deployments' deletion events bring the set back
+	}
+	controllerutil.RemoveFinalizer(set, v1alpha1.FinalizerPackageSet)
+	return nil
+}
+
+func (r *Reconciler) orphan(ctx context.Context, pd *v1alpha1.PackageDeployment) error {
+	before := pd.DeepCopy()
+	var refs []metav1.OwnerReference
+	for _, ref := range pd.OwnerReferences {
+		if ref.Kind != "PackageSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+			refs = append(refs, ref)
+		}
+	}
+	pd.OwnerReferences = refs
+	delete(pd.Labels, v1alpha1.LabelPackageSet)
+	if err := r.Client.Patch(ctx, pd, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("orphan deployment %s: %w", pd.Name, err)
+	}
+	return nil
+}

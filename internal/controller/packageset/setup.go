@@ -1,0 +1,146 @@
+package packageset
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
+)
+
+type cacheSource = cache.Cache
+
+// SetupWithManager registers the reconciler. A set is reconciled when it changes, when a
+// deployment it owns changes, when a cluster it selects (or selected) changes its labels or spec,
+// when its blueprint repository changes, and when an object its objects generator reads changes:
+// never for events that cannot affect it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.cache = mgr.GetCache()
+	clusterChange := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.PackageSet{}).
+		Owns(&v1alpha1.PackageDeployment{}).
+		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster), builder.WithPredicates(clusterChange)).
+		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		Named("packageset").
+		Build(r)
+	r.controller = c
+	return err
+}
+
+// watchKind starts, once per kind, a watch on the objects an objects generator reads.
+func (r *Reconciler) watchKind(gvk schema.GroupVersionKind) error {
+	r.watchedMu.Lock()
+	defer r.watchedMu.Unlock()
+	if r.watched[gvk] || r.controller == nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.controller.Watch(source.Kind[client.Object](r.cache, u, handler.EnqueueRequestsFromMapFunc(r.forObject(gvk)))); err != nil {
+		return err
+	}
+	if r.watched == nil {
+		r.watched = map[schema.GroupVersionKind]bool{}
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+// forCluster finds the sets a cluster change may affect: those whose generator selects or names
+// it now, and those that own a deployment for it (it may have left their selector).
+func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	cluster := o.(*v1alpha1.WorkloadCluster)
+	sets := map[string]bool{}
+	var deployments v1alpha1.PackageDeploymentList
+	if err := r.Client.List(ctx, &deployments, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name}); err == nil {
+		for _, pd := range deployments.Items {
+			if s := pd.Labels[v1alpha1.LabelPackageSet]; s != "" {
+				sets[s] = true
+			}
+		}
+	}
+	var list v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace)); err == nil {
+		for i := range list.Items {
+			if mayTarget(&list.Items[i], cluster) {
+				sets[list.Items[i].Name] = true
+			}
+		}
+	}
+	return requests(cluster.Namespace, sets)
+}
+
+// mayTarget reports whether the set's generator could yield the cluster.
+func mayTarget(set *v1alpha1.PackageSet, cluster *v1alpha1.WorkloadCluster) bool {
+	for _, leaf := range append([]v1alpha1.LeafGenerator{set.Spec.Targets.LeafGenerator}, set.Spec.Targets.Matrix...) {
+		switch {
+		case leaf.Clusters != nil:
+			sel, err := metav1.LabelSelectorAsSelector(&leaf.Clusters.Selector)
+			if err != nil || sel.Matches(labels.Set(cluster.Labels)) {
+				return true
+			}
+		case leaf.Objects != nil:
+			return true // the cluster may be the one an object names
+		default:
+			for _, e := range leaf.List {
+				if e.Cluster == cluster.Name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// forRepository finds the sets whose blueprint lives in the repository (new tags).
+func (r *Reconciler) forRepository(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.SetRepository: o.GetName()}); err != nil {
+		return nil
+	}
+	sets := map[string]bool{}
+	for _, s := range list.Items {
+		sets[s.Name] = true
+	}
+	return requests(o.GetNamespace(), sets)
+}
+
+// forObject finds the sets whose objects generator reads objects of gvk in the object's namespace.
+func (r *Reconciler) forObject(gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.PackageSetList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		sets := map[string]bool{}
+		for i := range list.Items {
+			for _, k := range objectKinds(&list.Items[i]) {
+				if k == gvk {
+					sets[list.Items[i].Name] = true
+				}
+			}
+		}
+		return requests(o.GetNamespace(), sets)
+	}
+}
+
+func requests(namespace string, names map[string]bool) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(names))
+	for n := range names {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: n}})
+	}
+	return out
+}

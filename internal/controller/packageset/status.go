@@ -1,0 +1,93 @@
+package packageset
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+)
+
+// maxProblems bounds status.problems, so status stays small at 10,000 targets.
+const maxProblems = 10
+
+func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) {
+	reason := "GeneratorFailed"
+	if errors.Is(err, errRepositoryNotFound) {
+		reason = "RepositoryNotFound"
+	} else if r, _ := gitremote.Reason(err); r != "GitError" {
+		reason = r
+	}
+	msg := fmt.Sprintf("%v; keeping the %d existing deployments", err, kept)
+	stalled(set, reason, msg)
+}
+
+func setEmptyGuard(set *v1alpha1.PackageSet, kept int) {
+	stalled(set, "NoTargets", fmt.Sprintf("the generator selects no target, but %d deployments exist: keeping them. "+
+		"Fix the generator, or set spec.allowEmpty: true to undeploy them all", kept))
+}
+
+func setDeleting(set *v1alpha1.PackageSet, left int) {
+	conditions.Set(&set.Status.Conditions, set.Generation, v1alpha1.ConditionReady, false, "Deleting",
+		fmt.Sprintf("waiting for %d deployments to be undeployed and deleted", left))
+}
+
+func stalled(set *v1alpha1.PackageSet, reason, msg string) {
+	conditions.Set(&set.Status.Conditions, set.Generation, v1alpha1.ConditionReady, false, reason, msg)
+	conditions.Set(&set.Status.Conditions, set.Generation, v1alpha1.ConditionStalled, true, reason, msg)
+	meta.RemoveStatusCondition(&set.Status.Conditions, v1alpha1.ConditionProgressing)
+}
+
+// setProgress counts the set's deployments and sets its conditions. owned is the list read at the
+// start of the reconcile: counts lag one reconcile behind writes, and the deployments' own events
+// bring the set back.
+func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alpha1.PackageDeployment) {
+	gen := set.Generation
+	wanted := map[string]bool{}
+	for _, t := range result.Targets {
+		wanted[t.Name] = true
+	}
+	updated, ready := 0, 0
+	for i := range owned {
+		pd := &owned[i]
+		if !wanted[pd.Name] || !pd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if pd.Status.ObservedGeneration == pd.Generation && meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionPublished) {
+			updated++
+		}
+		if meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionReady) && pd.Status.ObservedGeneration == pd.Generation {
+			ready++
+		}
+	}
+	s := &set.Status
+	s.Targets, s.Updated, s.Ready, s.Failed = len(result.Targets)+len(result.Problems), updated, ready, len(result.Problems)
+	s.Problems = nil
+	for i, p := range result.Problems {
+		if i == maxProblems {
+			break
+		}
+		s.Problems = append(s.Problems, v1alpha1.TargetProblem{Target: p.Target, Message: p.Message})
+	}
+	s.ObservedGeneration = gen
+	meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
+
+	switch {
+	case len(result.Problems) > 0:
+		msg := fmt.Sprintf("%d of %d targets have problems (see status.problems), first: %s: %s", len(result.Problems), s.Targets, result.Problems[0].Target, result.Problems[0].Message)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "TargetProblems", msg)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, ready < len(result.Targets), "TargetProblems", msg)
+	case ready < len(result.Targets):
+		msg := fmt.Sprintf("%d of %d deployments ready, %d updated", ready, len(result.Targets), updated)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "Progressing", msg)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, true, "Progressing", msg)
+	default:
+		msg := fmt.Sprintf("all %d deployments ready", ready)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, true, "Ready", msg)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "Ready", msg)
+	}
+}

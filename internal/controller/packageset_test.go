@@ -1,0 +1,164 @@
+package controller_test
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// clusters creates WorkloadClusters with labels, all using the repository edge01.
+func (f *fixture) clusters(labels map[string]map[string]string) {
+	for name, l := range labels {
+		f.create(&v1alpha1.WorkloadCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: l},
+			Spec:       v1alpha1.WorkloadClusterSpec{Repository: v1alpha1.LocalObjectReference{Name: "edge01"}, Suspend: true},
+		})
+	}
+}
+
+func (f *fixture) packageSet(name string, targets v1alpha1.Generator, mutate ...func(*v1alpha1.PackageSet)) *v1alpha1.PackageSet {
+	set := &v1alpha1.PackageSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec: v1alpha1.PackageSetSpec{
+			Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "nginx-hello", Revision: "v2"},
+			Targets: targets,
+		},
+	}
+	for _, m := range mutate {
+		m(set)
+	}
+	f.create(set)
+	return set
+}
+
+// deploymentsOf lists, sorted, "name→cluster" for the deployments a set owns.
+func (f *fixture) deploymentsOf(set string) []string {
+	var list v1alpha1.PackageDeploymentList
+	f.g.Expect(env.Client.List(f.ctx, &list, client.InNamespace(f.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set})).To(Succeed())
+	var out []string
+	for _, pd := range list.Items {
+		if pd.DeletionTimestamp.IsZero() {
+			out = append(out, pd.Name+"→"+pd.Spec.Cluster.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func edge(selector map[string]string) v1alpha1.Generator {
+	return v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: selector}}}}
+}
+
+// A selector picks 3 of 5 clusters; relabelling adds or removes exactly one deployment; a
+// selector that suddenly matches nothing deletes nothing; deleting the set (Delete) undeploys.
+func TestPackageSetSelectsClusters(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.clusters(map[string]map[string]string{
+		"a": {"site-type": "edge"}, "b": {"site-type": "edge"}, "c": {"site-type": "edge"},
+		"d": {"site-type": "core"}, "e": nil,
+	})
+	set := f.packageSet("upf", edge(map[string]string{"site-type": "edge"}))
+	g := f.g
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "20s").Should(Equal([]string{"upf-a→a", "upf-b→b", "upf-c→c"}))
+
+	// Owned by the set, pinned to the blueprint.
+	pd := &v1alpha1.PackageDeployment{}
+	g.Expect(env.Client.Get(f.ctx, f.key("upf-a"), pd)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(pd, set)).To(BeTrue())
+	g.Expect(pd.Spec.Package.Name).To(Equal("nginx-hello"))
+	g.Eventually(func() int {
+		_ = env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)
+		return set.Status.Targets
+	}, "20s").Should(Equal(3))
+
+	relabel := func(name string, l map[string]string) {
+		c := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
+		f.update(c, func() { c.Labels = l })
+	}
+	relabel("d", map[string]string{"site-type": "edge"})
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "20s").Should(Equal([]string{"upf-a→a", "upf-b→b", "upf-c→c", "upf-d→d"}))
+	relabel("a", map[string]string{"site-type": "core"})
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "20s").Should(Equal([]string{"upf-b→b", "upf-c→c", "upf-d→d"}))
+
+	// The selector suddenly matches nothing: nothing is deleted, the set says why.
+	f.update(set, func() { set.Spec.Targets = edge(map[string]string{"site-type": "nowhere"}) })
+	cond := f.condition(set, func() []metav1.Condition { return set.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "NoTargets")
+	g.Expect(cond.Message).To(ContainSubstring("spec.allowEmpty"))
+	g.Consistently(func() []string { return f.deploymentsOf("upf") }, "2s").Should(HaveLen(3))
+
+	// Deleting the set with Delete deletes its deployments, then the set.
+	g.Expect(env.Client.Delete(f.ctx, set)).To(Succeed())
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "30s").Should(BeEmpty())
+	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)) }, "30s").Should(BeTrue())
+}
+
+// A matrix of clusters × list makes the product, named from the values.
+func TestPackageSetMatrix(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.clusters(map[string]map[string]string{"a": {"site-type": "edge"}, "b": {"site-type": "edge"}, "c": nil})
+	set := f.packageSet("slices", v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{
+		{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}},
+		{List: []v1alpha1.ListElement{{Values: map[string]string{"slice": "embb"}}, {Values: map[string]string{"slice": "urllc"}}}},
+	}}, func(s *v1alpha1.PackageSet) {
+		s.Spec.Template = v1alpha1.DeploymentTemplate{
+			NameExpr:      "target.name + '-' + values.slice",
+			NamespaceExpr: "'slice-' + values.slice",
+			Labels:        map[string]string{"slice": "values.slice"},
+		}
+		s.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan
+	})
+	f.g.Eventually(func() []string { return f.deploymentsOf("slices") }, "20s").Should(Equal([]string{"a-embb→a", "a-urllc→a", "b-embb→b", "b-urllc→b"}))
+	pd := &v1alpha1.PackageDeployment{}
+	f.g.Expect(env.Client.Get(f.ctx, f.key("b-urllc"), pd)).To(Succeed())
+	f.g.Expect(pd.Spec.Namespace).To(Equal("slice-urllc"))
+	f.g.Expect(pd.Labels).To(HaveKeyWithValue("slice", "urllc"))
+
+	// Orphan: deleting the set leaves the deployments, no longer owned.
+	f.g.Expect(env.Client.Delete(f.ctx, set)).To(Succeed())
+	f.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)) }, "30s").Should(BeTrue())
+	var list v1alpha1.PackageDeploymentList
+	f.g.Expect(env.Client.List(f.ctx, &list, client.InNamespace(f.ns))).To(Succeed())
+	f.g.Expect(list.Items).To(HaveLen(4))
+	for _, pd := range list.Items {
+		f.g.Expect(pd.OwnerReferences).To(BeEmpty())
+		f.g.Expect(pd.DeletionTimestamp.IsZero()).To(BeTrue())
+	}
+}
+
+// An invalid CEL expression is reported with its text, and changes nothing.
+func TestPackageSetInvalidExpression(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.clusters(map[string]map[string]string{"a": {"site-type": "edge"}})
+	set := f.packageSet("bad", edge(map[string]string{"site-type": "edge"}), func(s *v1alpha1.PackageSet) {
+		s.Spec.Template.NameExpr = "'upf-' + target.name +"
+	})
+	cond := f.condition(set, func() []metav1.Condition { return set.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "GeneratorFailed")
+	f.g.Expect(cond.Message).To(ContainSubstring("'upf-' + target.name +"))
+	f.g.Consistently(func() []string { return f.deploymentsOf("bad") }, "2s").Should(BeEmpty())
+
+	// A runtime error names the target and keeps going for the others.
+	f.clusters(map[string]map[string]string{"b": {"site-type": "edge", "pool": "x"}})
+	f.update(set, func() { set.Spec.Template.NameExpr = "'upf-' + target.labels.pool" })
+	f.g.Eventually(func() []string { return f.deploymentsOf("bad") }, "20s").Should(Equal([]string{"upf-x→b"}))
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		g.Expect(set.Status.Problems).To(HaveLen(1))
+		g.Expect(set.Status.Problems[0].Target).To(ContainSubstring("a"))
+		g.Expect(set.Status.Problems[0].Message).To(ContainSubstring("target.labels.pool"))
+		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+	}, 20*time.Second).Should(Succeed())
+}

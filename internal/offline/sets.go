@@ -70,7 +70,7 @@ func (f *Fleet) setInputs(ctx context.Context, git Git, set *v1alpha1.PackageSet
 	}
 	repo := f.Repositories[set.Namespace+"/"+ref.Name]
 	if repo == nil {
-		return in, fmt.Errorf("Repository %s/%s not found in the input files", set.Namespace, ref.Name)
+		return in, fmt.Errorf("blueprint repository %s/%s not found in the input files", set.Namespace, ref.Name)
 	}
 	remote, err := f.remote(repo)
 	if err != nil {

@@ -21,16 +21,14 @@ type changes struct {
 }
 
 // plan compares the generated targets with the deployments the set owns. A deployment is deleted
-// only when its target left the generator; one whose target has a problem is kept as it is.
+// only when its target left the generator and no target has a problem: a problem (an expression
+// failing for one object, say) may hide which deployment it is about, so nothing is deleted until
+// it is fixed.
 func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result) changes {
 	var c changes
 	byName := map[string]*v1alpha1.PackageDeployment{}
 	for i := range owned {
 		byName[owned[i].Name] = &owned[i]
-	}
-	keep := map[string]bool{}
-	for _, p := range result.Problems {
-		keep[p.Target] = true
 	}
 	wanted := map[string]bool{}
 	for _, t := range result.Targets {
@@ -54,7 +52,7 @@ func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 	}
 	for i := range owned {
 		pd := &owned[i]
-		if !wanted[pd.Name] && !keep[pd.Annotations[AnnotationTarget]] && pd.DeletionTimestamp.IsZero() {
+		if len(result.Problems) == 0 && !wanted[pd.Name] && pd.DeletionTimestamp.IsZero() {
 			c.delete = append(c.delete, pd)
 		}
 	}

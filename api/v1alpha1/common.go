@@ -33,6 +33,12 @@ const (
 	// ConditionBootstrapped is True on a WorkloadCluster with kubeConfigSecretRef once its root
 	// sync object is applied in the workload cluster.
 	ConditionBootstrapped = "Bootstrapped"
+	// ConditionSynced is True on a PackageDeployment once the workload cluster's agent reports
+	// the pinned revision applied (health feedback, needs kubeConfigSecretRef).
+	ConditionSynced = "Synced"
+	// ConditionHealthy is True on a WorkloadCluster whose sync objects all report their pins
+	// applied.
+	ConditionHealthy = "Healthy"
 )
 
 // Annotations, labels and finalizers.
@@ -43,6 +49,8 @@ const (
 	// FinalizerPackageDeployment holds a deleted PackageDeployment until the deployed-packages
 	// revision without it is published.
 	FinalizerPackageDeployment = "flotilla.dev/undeploy"
+	// AnnotationResume on a PackageSet releases a paused rollout when its value changes.
+	AnnotationResume = "flotilla.dev/resume"
 	// LabelPackageSet names, on a generated PackageDeployment, the PackageSet that owns it.
 	LabelPackageSet = "flotilla.dev/packageset"
 	// FinalizerPackageSet holds a deleted PackageSet until its deletion policy is applied to the

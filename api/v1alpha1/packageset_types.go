@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // PackageSetSpec deploys one blueprint revision to every target its generator yields.
@@ -28,6 +29,62 @@ type PackageSetSpec struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Strategy says how a change of the blueprint revision reaches the targets.
+	// +optional
+	Strategy RolloutStrategy `json:"strategy,omitempty"`
+}
+
+// StrategyType is how a PackageSet rolls a new blueprint revision out.
+// +kubebuilder:validation:Enum=AllAtOnce;RollingUpdate
+type StrategyType string
+
+// Strategy types.
+const (
+	StrategyAllAtOnce     StrategyType = "AllAtOnce"
+	StrategyRollingUpdate StrategyType = "RollingUpdate"
+)
+
+// RolloutStrategy is how a new blueprint revision reaches the targets.
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'RollingUpdate' || (has(self.rollingUpdate) && size(self.rollingUpdate.steps) > 0)",message="type RollingUpdate needs rollingUpdate.steps"
+type RolloutStrategy struct {
+	// Type: AllAtOnce (default) pins every target at once; RollingUpdate moves targets step by
+	// step, each step only once the previous one is healthy.
+	// +kubebuilder:default=AllAtOnce
+	// +optional
+	Type StrategyType `json:"type,omitempty"`
+	// RollingUpdate configures type RollingUpdate.
+	// +optional
+	RollingUpdate *RollingUpdate `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdate is a stepwise rollout.
+type RollingUpdate struct {
+	// Steps in order. A step takes the targets its selector matches that no earlier step took; a
+	// step without selector takes the rest.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Steps []RolloutStep `json:"steps"`
+	// HealthTimeout is how long a target may take to become healthy after its pin changed before
+	// the rollout halts (Stalled). Default 10m.
+	// +optional
+	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+}
+
+// RolloutStep is one step of a rollout.
+type RolloutStep struct {
+	// Selector over the target clusters' labels; empty or absent takes every target left.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// MaxUnavailable is how many targets of the step may be moving (pinned to the new revision
+	// but not yet healthy) at once: a number or a percentage of the step's targets. Default 1.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// Pause stops the rollout after this step until the annotation flotilla.dev/resume gets a
+	// new value (flotilla rollout resume SET).
+	// +optional
+	Pause bool `json:"pause,omitempty"`
 }
 
 // Generator yields targets: clusters with values.
@@ -160,6 +217,34 @@ type PackageSetStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	Problems []TargetProblem `json:"problems,omitempty"`
+	// Rollout is the state of a RollingUpdate.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutStatus is where a RollingUpdate stands.
+type RolloutStatus struct {
+	// Revision is the blueprint revision being rolled out (its tag).
+	Revision string `json:"revision"`
+	// Step is the index of the current step.
+	Step int `json:"step"`
+	// Paused is true after a step with pause: true, until flotilla.dev/resume changes.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Resume is the value of flotilla.dev/resume that released the last pause.
+	// +optional
+	Resume string `json:"resume,omitempty"`
+	// Halted is true when a target did not become healthy within healthTimeout; nothing more is
+	// touched until the spec changes.
+	// +optional
+	Halted bool `json:"halted,omitempty"`
+	// FailedTargets names (some of) the targets that did not become healthy.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	FailedTargets []string `json:"failedTargets,omitempty"`
+	// Message says what the rollout waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // TargetProblem is why one target could not be rendered.

@@ -50,6 +50,18 @@ func cluster(mutate func(*v1alpha1.WorkloadCluster)) client.Object {
 	return c
 }
 
+func packageSet(mutate func(*v1alpha1.PackageSet)) client.Object {
+	s := &v1alpha1.PackageSet{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "set-", Namespace: ns},
+		Spec: v1alpha1.PackageSetSpec{
+			Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "free5gc-upf", Revision: "v6"},
+			Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{}}},
+		},
+	}
+	mutate(s)
+	return s
+}
+
 func deployment(mutate func(*v1alpha1.PackageDeployment)) client.Object {
 	pd := &v1alpha1.PackageDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "pd", Namespace: ns},
@@ -104,6 +116,22 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{"deployment depends on itself", deployment(func(pd *v1alpha1.PackageDeployment) {
 			pd.Spec.DependsOn = []v1alpha1.LocalObjectReference{{Name: "pd"}}
 		}), "cannot depend on itself"},
+		{"set without generator", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Targets = v1alpha1.Generator{} }), "set exactly one generator"},
+		{"set with two generators", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Targets.List = []v1alpha1.ListElement{{Cluster: "edge01"}}
+		}), "set exactly one generator"},
+		{"set with a one-element matrix", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Targets = v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{{Clusters: &v1alpha1.ClusterGenerator{}}}}
+		}), "spec.targets.matrix"},
+		{"set with an empty matrix element", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Targets = v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{{Clusters: &v1alpha1.ClusterGenerator{}}, {}}}
+		}), "each matrix element sets exactly one of clusters, list or objects"},
+		{"set without blueprint repository", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Package.Repository = nil }), "package.repository is required"},
+		{"set with escaping blueprint", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Package.Name = "../x" }), "cannot leave the repository directory"},
+		{"set rolling update without steps", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate}
+		}), "type RollingUpdate needs rollingUpdate.steps"},
+		{"set unknown strategy", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Strategy.Type = "BlueGreen" }), `supported values: "AllAtOnce", "RollingUpdate"`},
 		{"deployment without cluster", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Cluster.Name = "" }), "spec.cluster.name"},
 	}
 	for _, tc := range cases {

@@ -167,3 +167,36 @@ spec: {repository: {name: nope}}
 		})
 	}
 }
+
+// render expands a PackageSet into deployments, as the controller would.
+func TestRunExpandsPackageSets(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageSet
+metadata: {name: apps, namespace: fleet}
+spec:
+  package: {repository: {name: catalog}, name: app, revision: latest}
+  targets: {clusters: {selector: {}}}
+  template: {nameExpr: "'set-' + target.name + '-' + upstream.tag.replace('/', '-')"}
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := Run(context.Background(), pkgrepo.NewStore(t.TempDir()), f)
+	got := table(t, results)
+	for _, want := range []string{"+set-edge01-app-v1 app/v1", "+set-edge02-app-v1 app/v1", "+edge01-app app/v1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table misses %q:\n%s", want, got)
+		}
+	}
+	if len(f.Deployments) != 1 {
+		t.Errorf("Run changed the loaded fleet: %d deployments", len(f.Deployments))
+	}
+}

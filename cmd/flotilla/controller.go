@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,7 @@ type controllerOptions struct {
 	leaderElection bool
 	leaderNS       string
 	cacheDir       string
+	healthInterval time.Duration
 	zap            zap.Options
 }
 
@@ -44,6 +46,7 @@ func controllerCmd() *cobra.Command {
 	f.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader, so only one replica reconciles at a time")
 	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
+	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -81,7 +84,7 @@ func runController(o controllerOptions) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir)); err != nil {
+	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

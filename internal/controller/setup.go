@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -20,17 +21,24 @@ import (
 // Leader election (--leader-elect) keeps a Lease.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
+// Options tune the reconcilers.
+type Options struct {
+	// HealthInterval is how often sync health is re-read from workload clusters (default 10s).
+	HealthInterval time.Duration
+}
+
 // Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
-func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Options) error {
 	if err := index.Setup(ctx, mgr); err != nil {
 		return fmt.Errorf("set up indexes: %w", err)
 	}
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
+	clients := &remotecluster.Clients{}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
-		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store},
+		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: store},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: &remotecluster.Clients{}},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,6 +33,19 @@ type Clients struct {
 type entry struct {
 	sum    [sha256.Size]byte
 	client client.Client
+	// lists caches recent lists of sync objects, so health is read with one request per cluster,
+	// kind and namespace per interval however many deployments the cluster has.
+	lists map[listKey]cachedList
+}
+
+type listKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
+type cachedList struct {
+	at    time.Time
+	items map[string]*unstructured.Unstructured
 }
 
 // For returns the client of cluster, which must have spec.kubeConfigSecretRef. The Secret is
@@ -73,6 +89,41 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	}
 	c.clients[id] = entry{sum: sum, client: cl}
 	return cl, nil
+}
+
+// Get returns the object of gvk named namespace/name in the workload cluster (nil if it does not
+// exist), from a list of that kind and namespace no older than maxAge.
+func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace, name string, maxAge time.Duration) (*unstructured.Unstructured, error) {
+	cl, err := c.For(ctx, reader, cluster)
+	if err != nil {
+		return nil, err
+	}
+	id, key := client.ObjectKeyFromObject(cluster), listKey{gvk: gvk, namespace: namespace}
+	c.mu.Lock()
+	cached, ok := c.clients[id].lists[key]
+	c.mu.Unlock()
+	if ok && time.Since(cached.at) < maxAge {
+		return cached.items[name], nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := cl.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list %s in workload cluster %s: %w", gvk.Kind, cluster.Name, err)
+	}
+	items := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		items[list.Items[i].GetName()] = &list.Items[i]
+	}
+	c.mu.Lock()
+	if e, ok := c.clients[id]; ok {
+		if e.lists == nil {
+			e.lists = map[listKey]cachedList{}
+		}
+		e.lists[key] = cachedList{at: time.Now(), items: items}
+		c.clients[id] = e
+	}
+	c.mu.Unlock()
+	return items[name], nil
 }
 
 // Forget drops the client of a cluster that is gone.

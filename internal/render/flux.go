@@ -22,6 +22,9 @@ func fluxObjects(pc pinContext) []map[string]any {
 	source["metadata"] = metadata(pc, pc.ref.Name, pc.ref.Namespace, nil)
 
 	spec := fluxKustomizationSpec(s, pc.ref.Name, pc.pin.Resolved.Directory, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
+	// Ready then means the applied objects are healthy, not only applied: health feedback and
+	// rollouts rely on it.
+	spec["wait"] = true
 	if ns := pc.pin.Deployment.Spec.Namespace; ns != "" {
 		spec["targetNamespace"] = ns
 	}

@@ -109,7 +109,7 @@ func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store := pkgrepo.NewStore(cacheDir)
 	store.RefreshInterval = time.Nanosecond // tests publish tags and expect them seen at once
-	if err := controller.Setup(ctx, mgr, store); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: 2 * time.Second}); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -21,8 +21,11 @@ import (
 )
 
 var (
+	// env is the management cluster: flotilla's objects and controller.
 	env *testenv.Env
-	// kubeconfig lets Flux and flotilla's bootstrap reach the test API server as an admin.
+	// workload is the workload cluster: Flux runs against it and applies what flotilla publishes.
+	workload *testenv.Env
+	// kubeconfig lets Flux and flotilla (through kubeConfigSecretRef) reach the workload cluster.
 	kubeconfig []byte
 )
 
@@ -42,6 +45,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	if workload, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = workload.Stop() }()
 	work, err := os.MkdirTemp("", "flotilla-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,7 +57,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(work)
 
-	if kubeconfig, err = env.AdminKubeconfig("e2e-admin"); err != nil {
+	if kubeconfig, err = workload.AdminKubeconfig("e2e-admin"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -133,9 +141,14 @@ func must(s string, err error) string {
 	return s
 }
 
-// namespace creates a namespace for one test.
+// namespace creates a namespace in the management and the workload cluster.
 func namespace(ctx context.Context, name string) error {
-	return env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	for _, e := range []*testenv.Env{env, workload} {
+		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dumpLogs prints the end of the Flux controllers' logs, to see why a story failed.

@@ -19,9 +19,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 )
 
-// story is one user story's world: a namespace (flotilla objects, Flux objects and the deployed
-// workload all live in it), a git server with a catalog and the cluster repository, and a Flux
-// cluster bootstrapped by the controller.
+// story is one user story's world: a namespace (flotilla's objects in the management cluster,
+// Flux objects and the deployed workload in the workload cluster), a git server with a catalog
+// and the cluster repository, and the workload cluster bootstrapped by the controller.
 type story struct {
 	t       *testing.T
 	g       Gomega
@@ -98,7 +98,7 @@ func (s *story) deploy(name, revision string, policy v1alpha1.DeletionPolicy) *v
 // workload returns the revision the deployed ConfigMap says, "" when it does not exist.
 func (s *story) workload() string {
 	cm := &corev1.ConfigMap{}
-	err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "app"}, cm)
+	err := workload.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "app"}, cm)
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
@@ -114,7 +114,7 @@ func (s *story) fluxObject(kind, name string) bool {
 		u.SetAPIVersion("source.toolkit.fluxcd.io/v1")
 	}
 	u.SetKind(kind)
-	err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, u)
+	err := workload.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, u)
 	return err == nil
 }
 

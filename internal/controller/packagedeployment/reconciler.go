@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,7 +20,9 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/health"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -28,6 +32,10 @@ type Reconciler struct {
 	// APIReader reads Secrets without caching them.
 	APIReader client.Reader
 	Git       fleet.Git
+	// Clients reach workload clusters with spec.kubeConfigSecretRef, for health feedback.
+	Clients *remotecluster.Clients
+	// HealthInterval is how often health is re-read from a workload cluster (default 10s).
+	HealthInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch
@@ -69,7 +77,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
 	setPublication(pd, cluster)
-	return ctrl.Result{}, nil
+	if cluster.Spec.KubeConfigSecretRef == nil || pd.Status.DeployedPackagesRevision == 0 {
+		return ctrl.Result{}, nil
+	}
+	setSynced(pd, r.health(ctx, pd, cluster))
+	return ctrl.Result{RequeueAfter: r.healthInterval()}, nil
+}
+
+// health reads the deployment's sync object back from the workload cluster and evaluates it
+// against the pin. An unreachable cluster is a result, not an error: it becomes the condition.
+func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) health.Result {
+	ref := pd.Status.SyncObject
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, gvk, ref.Namespace, ref.Name, r.healthInterval())
+	switch {
+	case err != nil:
+		return health.Result{Reason: "ClusterUnreachable", Message: err.Error()}
+	case obj == nil:
+		return health.Missing(ref.Kind, ref.Name)
+	}
+	return health.For(ref.Kind)(obj, health.Pin{Tag: pd.Status.Resolved.Tag, Commit: pd.Status.Resolved.Commit})
+}
+
+func (r *Reconciler) healthInterval() time.Duration {
+	if r.HealthInterval > 0 {
+		return r.HealthInterval
+	}
+	return 10 * time.Second
 }
 
 // cluster returns the deployment's cluster, nil if it does not exist.

@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/health"
 )
 
 func setClusterMissing(pd *v1alpha1.PackageDeployment) {
@@ -55,6 +56,11 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		conditions.Progressing(&pd.Status.Conditions, gen, "Publishing", msg)
 	}
 	pd.Status.ObservedGeneration = gen
+}
+
+// setSynced reports what the workload cluster's agent says of the pin.
+func setSynced(pd *v1alpha1.PackageDeployment, h health.Result) {
+	conditions.Set(&pd.Status.Conditions, pd.Generation, v1alpha1.ConditionSynced, h.Synced, h.Reason, h.Message)
 }
 
 func setUndeploying(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {

@@ -2,6 +2,7 @@ package packageset
 
 import (
 	"maps"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,7 +25,7 @@ type changes struct {
 // only when its target left the generator and no target has a problem: a problem (an expression
 // failing for one object, say) may hide which deployment it is about, so nothing is deleted until
 // it is fixed.
-func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result) changes {
+func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result, revs revisions, now time.Time) changes {
 	var c changes
 	byName := map[string]*v1alpha1.PackageDeployment{}
 	for i := range owned {
@@ -33,8 +34,12 @@ func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 	wanted := map[string]bool{}
 	for _, t := range result.Targets {
 		wanted[t.Name] = true
-		desired := deployment(set, t)
+		rev, pinned := revs[t.Name]
+		if !pinned {
+			continue // a rollout has not reached the target yet
+		}
 		cur, ok := byName[t.Name]
+		desired := deployment(set, t, rev, pinnedAt(cur, rev, now))
 		switch {
 		case !ok:
 			c.create = append(c.create, desired)
@@ -59,8 +64,16 @@ func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 	return c
 }
 
-// deployment is the PackageDeployment a target asks for, owned by the set.
-func deployment(set *v1alpha1.PackageSet, t generate.Target) *v1alpha1.PackageDeployment {
+// pinnedAt keeps the time a deployment's revision last changed, or now when it changes.
+func pinnedAt(cur *v1alpha1.PackageDeployment, rev string, now time.Time) string {
+	if cur != nil && cur.Spec.Package.Revision == rev && cur.Annotations[AnnotationPinnedAt] != "" {
+		return cur.Annotations[AnnotationPinnedAt]
+	}
+	return now.UTC().Format(time.RFC3339)
+}
+
+// deployment is the PackageDeployment a target asks for, pinned to rev, owned by the set.
+func deployment(set *v1alpha1.PackageSet, t generate.Target, rev, pinnedAt string) *v1alpha1.PackageDeployment {
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -71,7 +84,9 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target) *v1alpha1.PackageDe
 		annotations = map[string]string{}
 	}
 	annotations[AnnotationTarget] = t.Key
-	pkg := set.Spec.Package
+	annotations[AnnotationPinnedAt] = pinnedAt
+	pkg := *set.Spec.Package.DeepCopy()
+	pkg.Revision = rev
 	return &v1alpha1.PackageDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            t.Name,
@@ -82,7 +97,7 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target) *v1alpha1.PackageDe
 		},
 		Spec: v1alpha1.PackageDeploymentSpec{
 			Cluster:        v1alpha1.LocalObjectReference{Name: t.Cluster},
-			Package:        *pkg.DeepCopy(),
+			Package:        pkg,
 			Namespace:      t.Namespace,
 			DeletionPolicy: t.DeletionPolicy,
 		},

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,9 @@ type Reconciler struct {
 	// APIReader reads Secrets and generator objects without caching them.
 	APIReader client.Reader
 	Git       fleet.Git
+
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
 	controller controller.Controller
 	cache      cacheSource
@@ -78,7 +82,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setEmptyGuard(set, len(owned))
 		return ctrl.Result{}, nil
 	}
-	changes := plan(set, owned, result)
+	revs, rollout := decide(in, owned, result, r.now())
+	set.Status.Rollout = rollout
+	changes := plan(set, owned, result, revs, r.now())
 	conflicts, err := r.apply(ctx, changes)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -86,6 +92,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	result.Problems = append(result.Problems, conflicts...)
 	setProgress(set, result, owned)
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // owned lists the deployments the set generated.

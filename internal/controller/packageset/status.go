@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/rollout"
 )
 
 // maxProblems bounds status.problems, so status stays small at 10,000 targets.
@@ -76,13 +77,22 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 	s.ObservedGeneration = gen
 	meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
 
+	ro := s.Rollout
 	switch {
+	case ro != nil && ro.Halted:
+		stalled(set, "RolloutHalted", ro.Message)
+	case ro != nil && ro.Paused:
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "RolloutPaused", ro.Message)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "RolloutPaused", ro.Message)
 	case len(result.Problems) > 0:
 		msg := fmt.Sprintf("%d of %d targets have problems (see status.problems), first: %s: %s", len(result.Problems), s.Targets, result.Problems[0].Target, result.Problems[0].Message)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "TargetProblems", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, ready < len(result.Targets), "TargetProblems", msg)
-	case ready < len(result.Targets):
+	case ready < len(result.Targets) || (ro != nil && !rollout.Done(ro)):
 		msg := fmt.Sprintf("%d of %d deployments ready, %d updated", ready, len(result.Targets), updated)
+		if ro != nil {
+			msg += "; rollout of " + ro.Revision + ": " + ro.Message
+		}
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "Progressing", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, true, "Progressing", msg)
 	default:
@@ -91,3 +101,4 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "Ready", msg)
 	}
 }
+

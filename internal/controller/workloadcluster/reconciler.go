@@ -93,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	setBootstrapped(cluster, r.bootstrap(ctx, cluster, repo))
+	setHealthy(cluster, pins)
 	return ctrl.Result{RequeueAfter: bootstrapResync}, nil
 }
 

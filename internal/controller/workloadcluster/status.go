@@ -3,6 +3,10 @@ package workloadcluster
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
@@ -36,6 +40,31 @@ func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
 	}
 	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, true, "Applied",
 		fmt.Sprintf("%s is applied in the workload cluster", render.BootstrapName))
+}
+
+// setHealthy sums up the deployments' Synced conditions: the cluster is healthy when the agent
+// reports every published pin applied.
+func setHealthy(c *v1alpha1.WorkloadCluster, pins []render.Pin) {
+	var waiting []string
+	for _, p := range pins {
+		if !meta.IsStatusConditionTrue(p.Deployment.Status.Conditions, v1alpha1.ConditionSynced) {
+			waiting = append(waiting, p.Deployment.Name)
+		}
+	}
+	if len(waiting) == 0 {
+		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionHealthy, true, "Synced", fmt.Sprintf("all %d deployments synced", len(pins)))
+		return
+	}
+	sort.Strings(waiting)
+	msg := fmt.Sprintf("%d of %d deployments not synced: %s", len(waiting), len(pins), strings.Join(first(waiting, 5), ", "))
+	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionHealthy, false, "NotSynced", msg)
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
 }
 
 func setFailed(c *v1alpha1.WorkloadCluster, err error) {

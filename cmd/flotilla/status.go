@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/internal/fleetstatus"
+)
+
+func statusCmd() *cobra.Command {
+	var kubeconfig, namespace string
+	var all, watch bool
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the fleet: every deployment with its pin, deployed-packages revision and sync state, and rollouts",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ns, err := kubeClient(kubeconfig, namespace)
+			if err != nil {
+				return err
+			}
+			if all {
+				ns = ""
+			}
+			for {
+				s, err := fleetstatus.Read(cmd.Context(), c, ns)
+				if err != nil {
+					return err
+				}
+				if watch {
+					fmt.Fprint(cmd.OutOrStdout(), "\033[H\033[2J")
+					fmt.Fprintf(cmd.OutOrStdout(), "every %s — %s\n\n", every, time.Now().Format(time.TimeOnly))
+				}
+				if err := fleetstatus.Print(cmd.OutOrStdout(), s); err != nil || !watch {
+					return err
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	f.StringVarP(&namespace, "namespace", "n", "", "namespace (default: the kubeconfig's)")
+	f.BoolVarP(&all, "all-namespaces", "A", false, "every namespace")
+	f.BoolVarP(&watch, "watch", "w", false, "refresh until interrupted")
+	f.DurationVar(&every, "interval", 2*time.Second, "refresh interval with --watch")
+	return cmd
+}

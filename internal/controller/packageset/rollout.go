@@ -1,0 +1,88 @@
+package packageset
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/rollout"
+)
+
+// AnnotationPinnedAt records, on a generated deployment, when the set last changed its revision:
+// the health timeout of a rollout counts from there.
+const AnnotationPinnedAt = "flotilla.dev/pinned-at"
+
+// revisions says, per target name, which package revision its deployment pins; a target missing
+// from the map gets no deployment yet (a rollout has not reached it).
+type revisions map[string]string
+
+// decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
+// pins to the exact blueprint revision only the targets the rollout moved, and keeps the others
+// where they are.
+func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (revisions, *v1alpha1.RolloutStatus) {
+	set, up := in.Set, in.Upstream
+	revs := revisions{}
+	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
+		for _, t := range result.Targets {
+			revs[t.Name] = set.Spec.Package.Revision
+		}
+		return revs, nil
+	}
+	byName := map[string]*v1alpha1.PackageDeployment{}
+	for i := range owned {
+		byName[owned[i].Name] = &owned[i]
+	}
+	labels := map[string]map[string]string{}
+	for _, c := range in.Clusters {
+		labels[c.Name] = c.Labels
+	}
+	status := set.Status.Rollout
+	if status != nil && status.Halted && set.Status.ObservedGeneration != set.Generation {
+		status = nil // the spec changed: a halted rollout starts over
+	}
+	// Tags are <package path>/vN; the path includes the repository directory.
+	prefix := up.Tag[:strings.LastIndex(up.Tag, "/")+1]
+	targets := make([]rollout.Target, 0, len(result.Targets))
+	for _, t := range result.Targets {
+		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster]}
+		if pd := byName[t.Name]; pd != nil {
+			rt.Current = prefix + pd.Spec.Package.Revision
+			if pd.Spec.Package.Revision == "latest" && pd.Status.Resolved != nil {
+				rt.Current = pd.Status.Resolved.Tag
+			}
+			rt.Healthy = healthy(pd, rt.Current)
+			rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
+			revs[t.Name] = pd.Spec.Package.Revision
+		}
+		targets = append(targets, rt)
+	}
+	d := rollout.Next(rollout.Input{
+		Strategy: set.Spec.Strategy,
+		Desired:  up.Tag,
+		Targets:  targets,
+		Status:   status,
+		Resume:   set.Annotations[v1alpha1.AnnotationResume],
+		Now:      now,
+		Set:      set.Name,
+	})
+	for _, name := range d.Move {
+		revs[name] = fmt.Sprintf("v%d", up.Number)
+	}
+	return revs, d.Status
+}
+
+// healthy reports whether a deployment has its revision applied: Synced when the cluster reports
+// health, otherwise Ready (published).
+func healthy(pd *v1alpha1.PackageDeployment, tag string) bool {
+	if pd.Status.ObservedGeneration != pd.Generation || pd.Status.Resolved == nil || pd.Status.Resolved.Tag != tag {
+		return false
+	}
+	if c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionSynced); c != nil {
+		return c.Status == "True" && c.ObservedGeneration == pd.Generation
+	}
+	return meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionReady)
+}

@@ -1,0 +1,71 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// settings is the steps and health timeout of a rolling update with defaults filled in. The
+// schema requires steps; without them the whole set is one careful step rather than a crash.
+func settings(ru *v1alpha1.RollingUpdate) ([]v1alpha1.RolloutStep, time.Duration) {
+	steps, timeout := []v1alpha1.RolloutStep{{}}, DefaultHealthTimeout
+	if ru == nil {
+		return steps, timeout
+	}
+	if len(ru.Steps) > 0 {
+		steps = ru.Steps
+	}
+	if ru.HealthTimeout != nil && ru.HealthTimeout.Duration > 0 {
+		timeout = ru.HealthTimeout.Duration
+	}
+	return steps, timeout
+}
+
+// partition gives each step its targets, in name order: the first step whose selector matches a
+// target takes it, a step without selector takes the rest, and targets no step takes belong to
+// the last step (so no target is ever left out of a rollout).
+func partition(steps []v1alpha1.RolloutStep, targets []Target) ([][]Target, error) {
+	selectors := make([]labels.Selector, len(steps))
+	for i, s := range steps {
+		selectors[i] = labels.Everything()
+		if s.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(s.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("the selector of step %d is invalid (%w); fix spec.strategy.rollingUpdate.steps[%d].selector", i+1, err, i)
+		}
+		selectors[i] = sel
+	}
+	groups := make([][]Target, len(steps))
+	for _, t := range targets {
+		i := len(steps) - 1
+		for j, sel := range selectors {
+			if sel.Matches(labels.Set(t.Labels)) {
+				i = j
+				break
+			}
+		}
+		groups[i] = append(groups[i], t)
+	}
+	return groups, nil
+}
+
+// maxUnavailable is how many of a step's total targets may be moving at once: a number or a
+// percentage rounded down, at least 1 so every step makes progress. A value the schema let
+// through but that is neither (a string without %) counts as the default, 1: the careful choice.
+func maxUnavailable(v *intstr.IntOrString, total int) int {
+	n := 1
+	if v != nil {
+		if scaled, err := intstr.GetScaledValueFromIntOrPercent(v, total, false); err == nil {
+			n = scaled
+		}
+	}
+	return max(n, 1)
+}

@@ -101,4 +101,3 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "Ready", msg)
 	}
 }
-

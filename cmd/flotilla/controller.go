@@ -1,15 +1,19 @@
 package main
 
 import (
+	"crypto/sha256"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -27,6 +31,7 @@ type controllerOptions struct {
 	leaderNS       string
 	cacheDir       string
 	healthInterval time.Duration
+	watchSelector  string
 	zap            zap.Options
 }
 
@@ -47,6 +52,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
+	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -66,12 +72,23 @@ func runController(o controllerOptions) error {
 	if err != nil {
 		return err
 	}
+	sel, err := labels.Parse(o.watchSelector)
+	if err != nil {
+		return fmt.Errorf("--watch-label-selector: %w", err)
+	}
+	leaderID := "flotilla.flotilla.dev"
+	if o.watchSelector != "" {
+		// One leader per shard: replicas of different shards must not wait for each other.
+		sum := sha256.Sum256([]byte(sel.String()))
+		leaderID = fmt.Sprintf("flotilla-%x.flotilla.dev", sum[:4])
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                   cache.Options{DefaultLabelSelector: sel},
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElection,
-		LeaderElectionID:        "flotilla.flotilla.dev",
+		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: o.leaderNS,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
 )
 
@@ -170,6 +172,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, set *v1alpha1.PackageS
 		return nil // the deployments' deletion events bring the set back
 	}
 	controllerutil.RemoveFinalizer(set, v1alpha1.FinalizerPackageSet)
+	metrics.Targets.DeletePartialMatch(prometheus.Labels{"namespace": set.Namespace, "packageset": set.Name})
 	return nil
 }
 

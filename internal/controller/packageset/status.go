@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/rollout"
 )
 
@@ -76,6 +77,9 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 	}
 	s.ObservedGeneration = gen
 	meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
+	for state, n := range map[string]int{"total": s.Targets, "updated": updated, "ready": ready, "failed": s.Failed} {
+		metrics.Targets.WithLabelValues(set.Namespace, set.Name, state).Set(float64(n))
+	}
 
 	ro := s.Rollout
 	switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
@@ -81,12 +82,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	start := time.Now()
 	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, pins, cluster.Status.DeployedPackages, cluster.Status.Proposal)
+	metrics.PublishSeconds.Observe(time.Since(start).Seconds())
 	cluster.Status.DeployedPackages, cluster.Status.Proposal = out.Published, out.Proposal
 	if err != nil {
+		reason, _ := reason(err)
+		metrics.GitErrors.WithLabelValues(reason).Inc()
+		metrics.Publishes.WithLabelValues("failed").Inc()
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
+	metrics.Publishes.WithLabelValues(outcome(out)).Inc()
 	r.recordEvent(cluster, out)
 	setPublished(cluster, out)
 	if cluster.Spec.KubeConfigSecretRef == nil {
@@ -157,6 +164,19 @@ func ignoreUserError(err error) error {
 		return nil
 	}
 	return err
+}
+
+// outcome names what a publish did, for flotilla_publish_total.
+func outcome(out fleet.Outcome) string {
+	switch {
+	case out.Approved:
+		return "approved"
+	case !out.Wrote:
+		return "unchanged"
+	case out.Proposal != nil:
+		return "proposed"
+	}
+	return "published"
 }
 
 func (r *Reconciler) recordEvent(cluster *v1alpha1.WorkloadCluster, out fleet.Outcome) {

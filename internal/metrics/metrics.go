@@ -1,0 +1,43 @@
+// Package metrics defines flotilla's Prometheus metrics, registered with controller-runtime's
+// registry (served on --metrics-bind-address next to controller_runtime_reconcile_total and
+// workqueue_depth). Every name is documented in docs/metrics.md.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// Publishes counts deployed-packages writes by outcome: published, proposed, approved,
+	// unchanged, failed.
+	Publishes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_publish_total",
+		Help: "deployed-packages publish attempts per cluster reconcile, by result (published, proposed, approved, unchanged, failed).",
+	}, []string{"result"})
+
+	// PublishSeconds is how long rendering and publishing one cluster's deployed-packages takes,
+	// git round trips included.
+	PublishSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "flotilla_publish_duration_seconds",
+		Help:    "Time to render and publish one cluster's deployed-packages, git fetch and push included.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	})
+
+	// GitErrors counts git failures by condition reason (RepositoryUnreachable,
+	// AuthenticationFailed, ...).
+	GitErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_git_errors_total",
+		Help: "Git operations that failed, by reason.",
+	}, []string{"reason"})
+
+	// Targets is the number of targets of each PackageSet by state (ready, updated, failed).
+	Targets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_packageset_targets",
+		Help: "Targets of a PackageSet by state: total, updated, ready, failed.",
+	}, []string{"namespace", "packageset", "state"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(Publishes, PublishSeconds, GitErrors, Targets)
+}

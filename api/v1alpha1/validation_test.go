@@ -132,6 +132,41 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate}
 		}), "type RollingUpdate needs rollingUpdate.steps"},
 		{"set unknown strategy", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Strategy.Type = "BlueGreen" }), `supported values: "AllAtOnce", "RollingUpdate"`},
+		{"repository url too long", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "https://git.example/" + strings.Repeat("a", 2100) }), "spec.git.url"},
+		{"repository http url with token", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "http://token@git.example/x.git" }), "url must not carry credentials"},
+		{"repository branch with dots", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Branch = "release..1" }), "branch must be a plain branch name"},
+		{"repository branch trailing slash", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Branch = "main/" }), "branch must be a plain branch name"},
+		{"repository directory only dots", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Directory = ".." }), "directory must not contain '..' segments"},
+		{"repository secretRef bad name", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "Git_Creds"} }), "spec.git.secretRef.name"},
+		{"cluster package with space", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Package = "deployed packages" }), "package must be a relative path"},
+		{"cluster package trailing slash", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Package = "deployed-packages/" }), "package must be a relative path"},
+		{"cluster ssh auth without secret", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Git.Auth = "ssh" }), "need secretRef"},
+		{"cluster githubapp auth without secret", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Git.Auth = "githubapp" }), "need secretRef"},
+		{"cluster kubeconfig secret without name", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{} }), "spec.kubeConfigSecretRef.name"},
+		{"cluster repository bad name", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Repository.Name = "Edge 01" }), "spec.repository.name"},
+		{"deployment package trailing slash", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = "free5gc-upf/" }), "name must be a relative package path"},
+		{"deployment package backslash", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Name = `a\b` }), "name must be a relative package path"},
+		{"deployment revision with tag prefix", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "free5gc-upf/v6" }), "revision must be vN"},
+		{"deployment revision LATEST", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "LATEST" }), "revision must be vN"},
+		{"deployment empty revision", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Revision = "" }), "revision must be vN"},
+		{"deployment namespace too long", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = strings.Repeat("a", 64) }), "spec.namespace"},
+		{"deployment repository bad name", deployment(func(pd *v1alpha1.PackageDeployment) {
+			pd.Spec.Package.Repository = &v1alpha1.LocalObjectReference{Name: "../catalog"}
+		}), "spec.package.repository.name"},
+		{"deployment duplicate dependsOn", deployment(func(pd *v1alpha1.PackageDeployment) {
+			pd.Spec.DependsOn = []v1alpha1.LocalObjectReference{{Name: "crds"}, {Name: "crds"}}
+		}), "Duplicate value"},
+		{"set unknown deletion policy", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.DeletionPolicy = "Keep" }), `supported values: "Delete", "Orphan"`},
+		{"set objects generator without kind", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Targets = v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Objects: &v1alpha1.ObjectGenerator{APIVersion: "infra.nephio.org/v1alpha1"}}}
+		}), "spec.targets.objects.kind"},
+		{"set three-element matrix", packageSet(func(s *v1alpha1.PackageSet) {
+			c := v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{}}
+			s.Spec.Targets = v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{c, c, c}}
+		}), "spec.targets.matrix"},
+		{"set rolling update with empty steps", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{}}
+		}), "steps"},
 		{"deployment without cluster", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Cluster.Name = "" }), "spec.cluster.name"},
 	}
 	for _, tc := range cases {

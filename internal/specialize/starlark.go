@@ -1,0 +1,258 @@
+package specialize
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// starlarkMaxSteps bounds a script even when the caller's context has no
+// deadline; a render must not hang a controller. Real scripts over a package
+// take a tiny fraction of this.
+const starlarkMaxSteps = 100_000_000
+
+// runStarlark is the catalog's starlark function: the script (StarlarkRun
+// source, or data.source of a ConfigMap) reads and changes
+// ctx.resource_list["items"] and reads ctx.resource_list["functionConfig"].
+// It has the catalog's language options (set, while, top-level control
+// flow, global reassignment, recursion). To stay deterministic it sees an
+// empty ctx.environment and ctx.open_api, and load() is not available.
+// Comments are carried over from the input resources, as kpt does.
+func runStarlark(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
+	src, err := starlarkSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := setIDs(items)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := toStarlarkResourceList(items, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var printed bytes.Buffer
+	thread := &starlark.Thread{
+		Name:  "starlark",
+		Print: func(_ *starlark.Thread, msg string) { printed.WriteString(msg + "\n") },
+	}
+	thread.SetMaxExecutionSteps(starlarkMaxSteps)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			thread.Cancel(ctx.Err().Error())
+		case <-done:
+		}
+	}()
+	predeclared := starlark.StringDict{"ctx": starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+		"resource_list": rl,
+		"environment":   starlark.NewDict(0),
+		"open_api":      starlark.NewDict(0),
+	})}
+	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+	if _, err := starlark.ExecFileOptions(opts, thread, cfg.GetName()+".star", src, predeclared); err != nil {
+		var evalErr *starlark.EvalError
+		if errors.As(err, &evalErr) {
+			err = errors.New(evalErr.Backtrace())
+		}
+		if printed.Len() > 0 {
+			return nil, fmt.Errorf("starlark: %w\nprinted:\n%s", err, printed.String())
+		}
+		return nil, fmt.Errorf("starlark: %w", err)
+	}
+	out, err := fromStarlarkItems(rl)
+	if err != nil {
+		return nil, err
+	}
+	return out, restoreComments(inputs, out)
+}
+
+func starlarkSource(cfg *yaml.RNode) (string, error) {
+	if cfg != nil {
+		switch cfg.GetKind() {
+		case "StarlarkRun":
+			if src, err := cfg.GetString("source"); err == nil && src != "" {
+				return src, nil
+			}
+		case "ConfigMap":
+			if src := cfg.GetDataMap()["source"]; src != "" {
+				return src, nil
+			}
+		}
+	}
+	return "", errors.New("starlark needs a StarlarkRun functionConfig with source, or a ConfigMap with data.source")
+}
+
+func toStarlarkResourceList(items []*yaml.RNode, cfg *yaml.RNode) (*starlark.Dict, error) {
+	list := make([]starlark.Value, 0, len(items))
+	for _, n := range items {
+		v, err := toStarlark(n.YNode())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", resourceID(n), err)
+		}
+		list = append(list, v)
+	}
+	fc, err := toStarlark(cfg.YNode())
+	if err != nil {
+		return nil, fmt.Errorf("functionConfig: %w", err)
+	}
+	rl := starlark.NewDict(4)
+	for _, kv := range []struct {
+		k string
+		v starlark.Value
+	}{
+		{"apiVersion", starlark.String(kio.ResourceListAPIVersion)},
+		{"kind", starlark.String(kio.ResourceListKind)},
+		{"items", starlark.NewList(list)},
+		{"functionConfig", fc},
+	} {
+		if err := rl.SetKey(starlark.String(kv.k), kv.v); err != nil {
+			return nil, err
+		}
+	}
+	return rl, nil
+}
+
+func fromStarlarkItems(rl *starlark.Dict) ([]*yaml.RNode, error) {
+	v, found, err := rl.Get(starlark.String("items"))
+	if err != nil || !found {
+		return nil, errors.New(`starlark: ctx.resource_list["items"] is missing`)
+	}
+	iter, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf(`starlark: ctx.resource_list["items"] is a %s, want a list`, v.Type())
+	}
+	var out []*yaml.RNode
+	it := iter.Iterate()
+	defer it.Done()
+	var x starlark.Value
+	for it.Next(&x) {
+		n, err := fromStarlark(x)
+		if err != nil {
+			return nil, fmt.Errorf("starlark: item %d: %w", len(out), err)
+		}
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("starlark: item %d is a %s, want a dict", len(out), x.Type())
+		}
+		out = append(out, yaml.NewRNode(n))
+	}
+	return out, nil
+}
+
+// toStarlark converts YAML to Starlark values. Dicts keep the field order,
+// so a script that only changes values leaves the order as it was.
+func toStarlark(n *yaml.Node) (starlark.Value, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return starlark.None, nil
+		}
+		return toStarlark(n.Content[0])
+	case yaml.AliasNode:
+		return toStarlark(n.Alias)
+	case yaml.MappingNode:
+		d := starlark.NewDict(len(n.Content) / 2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := toStarlark(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			if err := d.SetKey(starlark.String(n.Content[i].Value), v); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	case yaml.SequenceNode:
+		elems := make([]starlark.Value, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := toStarlark(c)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, v)
+		}
+		return starlark.NewList(elems), nil
+	}
+	switch n.ShortTag() {
+	case yaml.NodeTagNull:
+		return starlark.None, nil
+	case yaml.NodeTagBool:
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, err
+		}
+		return starlark.Bool(b), nil
+	case yaml.NodeTagInt:
+		if i, ok := new(big.Int).SetString(n.Value, 0); ok {
+			return starlark.MakeBigInt(i), nil
+		}
+	case yaml.NodeTagFloat:
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			return starlark.Float(f), nil
+		}
+	}
+	return starlark.String(n.Value), nil
+}
+
+func fromStarlark(v starlark.Value) (*yaml.Node, error) {
+	scalar := func(tag, value string) *yaml.Node {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
+	}
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return scalar(yaml.NodeTagNull, "null"), nil
+	case starlark.Bool:
+		return scalar(yaml.NodeTagBool, strconv.FormatBool(bool(v))), nil
+	case starlark.Int:
+		return scalar(yaml.NodeTagInt, v.String()), nil
+	case starlark.Float:
+		f := float64(v)
+		switch {
+		case math.IsNaN(f):
+			return scalar(yaml.NodeTagFloat, ".nan"), nil
+		case math.IsInf(f, 0):
+			return scalar(yaml.NodeTagFloat, map[bool]string{true: ".inf", false: "-.inf"}[f > 0]), nil
+		}
+		return scalar(yaml.NodeTagFloat, strconv.FormatFloat(f, 'g', -1, 64)), nil
+	case starlark.String:
+		return scalar(yaml.NodeTagString, string(v)), nil
+	case *starlark.Dict:
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap}
+		for _, kv := range v.Items() {
+			k, ok := kv[0].(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("dict key %s is a %s, want a string", kv[0], kv[0].Type())
+			}
+			val, err := fromStarlark(kv[1])
+			if err != nil {
+				return nil, err
+			}
+			m.Content = append(m.Content, scalar(yaml.NodeTagString, string(k)), val)
+		}
+		return m, nil
+	case starlark.Indexable: // list, tuple
+		s := &yaml.Node{Kind: yaml.SequenceNode, Tag: yaml.NodeTagSeq}
+		for i := 0; i < v.Len(); i++ {
+			e, err := fromStarlark(v.Index(i))
+			if err != nil {
+				return nil, err
+			}
+			s.Content = append(s.Content, e)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("cannot write a starlark %s as YAML", v.Type())
+}

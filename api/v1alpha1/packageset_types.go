@@ -7,6 +7,7 @@ import (
 
 // PackageSetSpec deploys one blueprint revision to every target its generator yields.
 // +kubebuilder:validation:XValidation:rule="has(self.package.repository)",message="package.repository is required: name the Repository that holds the blueprint"
+// +kubebuilder:validation:XValidation:rule="!has(self.variant) || !has(self.strategy) || !has(self.strategy.type) || self.strategy.type != 'RollingUpdate'",message="strategy RollingUpdate with variant is not supported yet: use AllAtOnce, or deploy the blueprint without variant"
 type PackageSetSpec struct {
 	// Package is the blueprint: repository, package and revision (vN or latest).
 	Package PackageReference `json:"package"`
@@ -18,6 +19,11 @@ type PackageSetSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Template DeploymentTemplate `json:"template,omitempty"`
+
+	// Variant renders, per target, a specialized copy of the blueprint into the target cluster's
+	// repository, publishes it as a revision, and deploys exactly that revision.
+	// +optional
+	Variant *VariantSpec `json:"variant,omitempty"`
 
 	// AllowEmpty lets a generator result of zero targets delete every generated deployment.
 	// Without it, a set that had targets and suddenly has none keeps them and reports why.
@@ -33,6 +39,93 @@ type PackageSetSpec struct {
 	// Strategy says how a change of the blueprint revision reaches the targets.
 	// +optional
 	Strategy RolloutStrategy `json:"strategy,omitempty"`
+}
+
+// VariantSpec says how each target's specialized package is rendered.
+type VariantSpec struct {
+	// Package is the downstream package name in the target cluster's repository (under its
+	// directory). Default: the blueprint's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$') && !self.matches('(^|/)\\\\.\\\\.?(/|$)')",message="package must be a relative path without '.' or '..' segments"
+	// +optional
+	Package string `json:"package,omitempty"`
+	// Values are the values the variant is rendered with (package-context.yaml and setters).
+	// +optional
+	Values VariantValues `json:"values,omitempty"`
+	// Injectors select in-cluster objects for kpt.dev/config-injection points.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Injectors []Injector `json:"injectors,omitempty"`
+	// Pipeline holds extra KRM functions, run before the package's own pipeline.
+	// +optional
+	Pipeline *VariantPipeline `json:"pipeline,omitempty"`
+}
+
+// VariantValues is a Hiera-like hierarchy: later layers win, inline wins over all.
+type VariantValues struct {
+	// Hierarchy lists ConfigMaps in the set's namespace, lowest priority first.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Hierarchy []ValuesLayer `json:"hierarchy,omitempty"`
+	// Inline values, highest priority.
+	// +optional
+	Inline map[string]string `json:"inline,omitempty"`
+}
+
+// ValuesLayer is one ConfigMap of values.
+// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.configMapExpr)",message="set exactly one of configMap or configMapExpr"
+type ValuesLayer struct {
+	// ConfigMap names the ConfigMap.
+	// +optional
+	ConfigMap string `json:"configMap,omitempty"`
+	// ConfigMapExpr is a CEL expression over target, values, upstream and set giving the name.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	ConfigMapExpr string `json:"configMapExpr,omitempty"`
+	// Required makes a missing ConfigMap a per-target error; otherwise the layer is skipped.
+	// +optional
+	Required bool `json:"required,omitempty"`
+}
+
+// Injector selects an in-cluster object whose spec (or data) fills the injection points of its
+// kind.
+type Injector struct {
+	// APIVersion of the object (default flotilla.dev/v1alpha1).
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the object, e.g. WorkloadCluster or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// NameExpr is a CEL expression over target, values, upstream and set giving its name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	NameExpr string `json:"nameExpr"`
+}
+
+// VariantPipeline is a list of extra functions.
+type VariantPipeline struct {
+	// Mutators run before the package's own pipeline.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Mutators []KptFunction `json:"mutators,omitempty"`
+}
+
+// KptFunction is a KRM function, as in a Kptfile pipeline. Built-in functions (apply-setters,
+// set-namespace, set-labels, set-annotations, apply-replacements, starlark) run in process.
+// +kubebuilder:validation:XValidation:rule="has(self.image) != has(self.exec)",message="set exactly one of image or exec"
+type KptFunction struct {
+	// Image names the function, e.g. gcr.io/kpt-fn/set-namespace:v0.4.1.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Exec runs a binary on the controller (only when the controller allows exec functions).
+	// +optional
+	Exec string `json:"exec,omitempty"`
+	// ConfigMap is the function's configuration.
+	// +optional
+	ConfigMap map[string]string `json:"configMap,omitempty"`
+	// Name identifies the function in messages.
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // StrategyType is how a PackageSet rolls a new blueprint revision out.

@@ -53,7 +53,20 @@ type Target struct {
 	// Labels and Annotations are the template's, evaluated.
 	Labels      map[string]string
 	Annotations map[string]string
+	// Layers are the variant's values ConfigMaps for this target, lowest priority first.
+	Layers []Layer
+	// Injectors are the variant's injected objects for this target.
+	Injectors []ObjectRef
 }
+
+// Layer is one values ConfigMap of a variant, resolved for a target.
+type Layer struct {
+	ConfigMap string
+	Required  bool
+}
+
+// ObjectRef names an object in the set's namespace.
+type ObjectRef struct{ APIVersion, Kind, Name string }
 
 // Problem is why one target could not be generated; the controller keeps that target's existing
 // deployment unchanged. Target is the target's Key; for an object whose expressions fail it is
@@ -159,7 +172,7 @@ func compileSet(set *v1alpha1.PackageSet) (*plan, error) {
 		p.leaves = append(p.leaves, l)
 	}
 	var err error
-	if p.template, err = compileTemplate(set.Spec.Template); err != nil {
+	if p.template, err = compileTemplate(set.Spec.Template, set.Spec.Variant); err != nil {
 		return nil, err
 	}
 	return p, nil

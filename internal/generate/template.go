@@ -25,6 +25,20 @@ type template struct {
 	deletionPolicy v1alpha1.DeletionPolicy
 	labels         []keyedExpr // sorted by key
 	annotations    []keyedExpr // sorted by key
+	layers         []layerExpr
+	injectors      []injectorExpr
+}
+
+// layerExpr is a variant values layer: a fixed ConfigMap name or an expression giving it.
+type layerExpr struct {
+	name     string
+	expr     *expr
+	required bool
+}
+
+type injectorExpr struct {
+	apiVersion, kind string
+	expr             *expr
 }
 
 type keyedExpr struct {
@@ -34,7 +48,7 @@ type keyedExpr struct {
 
 // compileTemplate compiles the template's expressions and checks what does not depend on the
 // target: a wrong namespace, label key or deletion policy is wrong for every target.
-func compileTemplate(t v1alpha1.DeploymentTemplate) (*template, error) {
+func compileTemplate(t v1alpha1.DeploymentTemplate, variant *v1alpha1.VariantSpec) (*template, error) {
 	env, err := templateEnv()
 	if err != nil {
 		return nil, err
@@ -63,7 +77,48 @@ func compileTemplate(t v1alpha1.DeploymentTemplate) (*template, error) {
 	if out.annotations, err = compileKeyed(env, "template.annotations", t.Annotations); err != nil {
 		return nil, err
 	}
+	if variant == nil {
+		return out, nil
+	}
+	for i, l := range variant.Values.Hierarchy {
+		le := layerExpr{name: l.ConfigMap, required: l.Required}
+		if l.ConfigMapExpr != "" {
+			if le.expr, err = compile(env, fmt.Sprintf("variant.values.hierarchy[%d].configMapExpr", i), l.ConfigMapExpr, types.StringType); err != nil {
+				return nil, err
+			}
+		}
+		out.layers = append(out.layers, le)
+	}
+	for i, in := range variant.Injectors {
+		ie := injectorExpr{apiVersion: cmp.Or(in.APIVersion, v1alpha1.GroupVersion.String()), kind: in.Kind}
+		if ie.expr, err = compile(env, fmt.Sprintf("variant.injectors[%d].nameExpr", i), in.NameExpr, types.StringType); err != nil {
+			return nil, err
+		}
+		out.injectors = append(out.injectors, ie)
+	}
 	return out, nil
+}
+
+// variant resolves the variant's ConfigMap and injected object names for one target.
+func (t *template) variant(out *Target, vars *templateVars, about string) error {
+	for _, l := range t.layers {
+		name := l.name
+		if l.expr != nil {
+			var err error
+			if name, err = l.expr.evalString(vars, about); err != nil {
+				return err
+			}
+		}
+		out.Layers = append(out.Layers, Layer{ConfigMap: name, Required: l.required})
+	}
+	for _, in := range t.injectors {
+		name, err := in.expr.evalString(vars, about)
+		if err != nil {
+			return err
+		}
+		out.Injectors = append(out.Injectors, ObjectRef{APIVersion: in.apiVersion, Kind: in.kind, Name: name})
+	}
+	return nil
 }
 
 // compileKeyed compiles label or annotation expressions in key order, so the first error is
@@ -120,6 +175,9 @@ func (t *template) target(e element, vars *templateVars) (Target, error) {
 		return Target{}, err
 	}
 	if out.Annotations, err = evalKeyed(t.annotations, vars, about, nil); err != nil {
+		return Target{}, err
+	}
+	if err := t.variant(&out, vars, about); err != nil {
 		return Target{}, err
 	}
 	return out, nil

@@ -34,6 +34,9 @@ var (
 	ErrProposalChanged = errors.New("proposal changed")
 	// ErrTagExists: the revision a proposal would publish is already taken.
 	ErrTagExists = errors.New("tag already exists")
+	// ErrPackageChanged: the package changed on the branch since the commit
+	// the caller computed its content from (PublishRequest.PackageBase).
+	ErrPackageChanged = errors.New("package changed on the branch")
 )
 
 // transportError reports a failed fetch or push. Its message names the

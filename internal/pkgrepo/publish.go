@@ -32,6 +32,11 @@ type PublishRequest struct {
 	// Proposal pushes branch proposed/P/vN for approval instead of
 	// publishing on the branch.
 	Proposal bool
+	// PackageBase, when set, is the commit the caller read P from to compute
+	// Files (a merge with the branch's copy). If P on the branch has changed
+	// since, Publish pushes nothing and returns ErrPackageChanged, so the
+	// caller merges again instead of overwriting someone's edit.
+	PackageBase string
 }
 
 // PublishResult is the outcome of Publish or Approve.
@@ -124,6 +129,19 @@ func (s *Store) planPublish(c change, req PublishRequest) (plan, error) {
 	}
 	if author.Email == "" {
 		author.Email = defaultAuthor.Email
+	}
+	if req.PackageBase != "" {
+		tree, err := commitTree(c.m.repo.Storer, plumbing.NewHash(req.PackageBase))
+		if err != nil {
+			return plan{}, err
+		}
+		read, err := subtree(c.m.repo.Storer, tree, c.pkg)
+		if err != nil {
+			return plan{}, err
+		}
+		if read != c.oldSub {
+			return plan{}, fmt.Errorf("%w: %s changed on the branch since %.12s", ErrPackageChanged, c.pkg, req.PackageBase)
+		}
 	}
 	if c.newSub == c.oldSub {
 		if req.Proposal {

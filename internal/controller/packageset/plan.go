@@ -65,15 +65,15 @@ func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 }
 
 // pinnedAt keeps the time a deployment's revision last changed, or now when it changes.
-func pinnedAt(cur *v1alpha1.PackageDeployment, rev string, now time.Time) string {
-	if cur != nil && cur.Spec.Package.Revision == rev && cur.Annotations[AnnotationPinnedAt] != "" {
+func pinnedAt(cur *v1alpha1.PackageDeployment, rev v1alpha1.PackageReference, now time.Time) string {
+	if cur != nil && cur.Spec.Package.Revision == rev.Revision && cur.Spec.Package.Name == rev.Name && cur.Annotations[AnnotationPinnedAt] != "" {
 		return cur.Annotations[AnnotationPinnedAt]
 	}
 	return now.UTC().Format(time.RFC3339)
 }
 
 // deployment is the PackageDeployment a target asks for, pinned to rev, owned by the set.
-func deployment(set *v1alpha1.PackageSet, t generate.Target, rev, pinnedAt string) *v1alpha1.PackageDeployment {
+func deployment(set *v1alpha1.PackageSet, t generate.Target, pkg v1alpha1.PackageReference, pinnedAt string) *v1alpha1.PackageDeployment {
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -85,8 +85,6 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target, rev, pinnedAt strin
 	}
 	annotations[AnnotationTarget] = t.Key
 	annotations[AnnotationPinnedAt] = pinnedAt
-	pkg := *set.Spec.Package.DeepCopy()
-	pkg.Revision = rev
 	return &v1alpha1.PackageDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            t.Name,
@@ -97,7 +95,7 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target, rev, pinnedAt strin
 		},
 		Spec: v1alpha1.PackageDeploymentSpec{
 			Cluster:        v1alpha1.LocalObjectReference{Name: t.Cluster},
-			Package:        pkg,
+			Package:        *pkg.DeepCopy(),
 			Namespace:      t.Namespace,
 			DeletionPolicy: t.DeletionPolicy,
 		},

@@ -24,14 +24,22 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/variant"
 )
+
+// Git is the part of pkgrepo.Store the set reconciler uses: resolving blueprints, and publishing
+// variants.
+type Git interface {
+	fleet.Git
+	variant.Git
+}
 
 // Reconciler reconciles PackageSet objects.
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads Secrets and generator objects without caching them.
 	APIReader client.Reader
-	Git       fleet.Git
+	Git       Git
 
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -46,6 +54,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=infra.nephio.org,resources=workloadclusters,verbs=get;list;watch
 
 // Reconcile makes the set's deployments match its generator.
@@ -86,6 +95,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	revs, rollout := decide(in, owned, result, r.now())
 	set.Status.Rollout = rollout
+	if set.Spec.Variant != nil {
+		if result, err = r.variants(ctx, in, result, revs); err != nil {
+			setGeneratorFailed(set, err, len(owned))
+			return ctrl.Result{}, nil
+		}
+	}
 	changes := plan(set, owned, result, revs, r.now())
 	conflicts, err := r.apply(ctx, changes)
 	if err != nil {

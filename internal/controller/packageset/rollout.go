@@ -18,7 +18,7 @@ const AnnotationPinnedAt = "flotilla.dev/pinned-at"
 
 // revisions says, per target name, which package revision its deployment pins; a target missing
 // from the map gets no deployment yet (a rollout has not reached it).
-type revisions map[string]string
+type revisions map[string]v1alpha1.PackageReference
 
 // decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
 // pins to the exact blueprint revision only the targets the rollout moved, and keeps the others
@@ -28,9 +28,14 @@ func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	revs := revisions{}
 	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
 		for _, t := range result.Targets {
-			revs[t.Name] = set.Spec.Package.Revision
+			revs[t.Name] = set.Spec.Package
 		}
 		return revs, nil
+	}
+	pinned := func(rev string) v1alpha1.PackageReference {
+		ref := *set.Spec.Package.DeepCopy()
+		ref.Revision = rev
+		return ref
 	}
 	byName := map[string]*v1alpha1.PackageDeployment{}
 	for i := range owned {
@@ -56,7 +61,7 @@ func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 			}
 			rt.Healthy = healthy(pd, rt.Current)
 			rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
-			revs[t.Name] = pd.Spec.Package.Revision
+			revs[t.Name] = pinned(pd.Spec.Package.Revision)
 		}
 		targets = append(targets, rt)
 	}
@@ -70,7 +75,7 @@ func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 		Set:      set.Name,
 	})
 	for _, name := range d.Move {
-		revs[name] = fmt.Sprintf("v%d", up.Number)
+		revs[name] = pinned(fmt.Sprintf("v%d", up.Number))
 	}
 	return revs, d.Status
 }

@@ -32,6 +32,7 @@ type controllerOptions struct {
 	cacheDir       string
 	healthInterval time.Duration
 	watchSelector  string
+	allowExec      bool
 	zap            zap.Options
 }
 
@@ -53,6 +54,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
+	f.BoolVar(&o.allowExec, "allow-exec-functions", false, "let variant pipelines run exec: KRM functions on the controller's machine (they come from blueprint repositories: trust them first)")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -101,7 +103,7 @@ func runController(o controllerOptions) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval}); err != nil {
+	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

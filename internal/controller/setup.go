@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
+	"github.com/flotilla-dev/flotilla/internal/specialize"
 )
 
 // Leader election (--leader-elect) keeps a Lease.
@@ -25,6 +26,8 @@ import (
 type Options struct {
 	// HealthInterval is how often sync health is re-read from workload clusters (default 10s).
 	HealthInterval time.Duration
+	// AllowExec lets variant pipelines run exec functions on the controller's machine.
+	AllowExec bool
 }
 
 // Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
@@ -37,7 +40,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval},
-		&packageset.Reconciler{Client: c, APIReader: reader, Git: store},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: store, Exec: specialize.ExecPolicy{Allow: opts.AllowExec}},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients},
 	}
 	for _, r := range reconcilers {

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/specialize"
 	"github.com/flotilla-dev/flotilla/internal/variant"
 )
 
@@ -41,6 +42,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	Git       Git
 
+	// Exec says whether variant pipelines may run exec functions on the controller.
+	Exec specialize.ExecPolicy
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 

@@ -102,7 +102,7 @@ func (r *Reconciler) variant(ctx context.Context, in generate.Inputs, bp bluepri
 	req := bp.req
 	req.Upstream = specialize.Upstream{Repo: gitremote.SyncURL(bp.repo), Directory: "/" + bp.req.BlueprintPath, Ref: in.Upstream.Tag, Commit: in.Upstream.Commit}
 	req.Target, req.PackagePath = target, render.PackagePath(repo.Spec.Git.Directory, name)
-	req.Values, req.Injections, req.Pipeline = values, injections, pipeline(v.Pipeline)
+	req.Values, req.Injections, req.Pipeline, req.Exec = values, injections, pipeline(v.Pipeline), r.Exec
 	res, err := variant.Publish(ctx, r.Git, req)
 	if err != nil {
 		var conflict *specialize.Conflict

@@ -7,11 +7,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
 // Runtime problems become Ready=False with a clear reason, and never undeploy what runs.
@@ -88,9 +90,16 @@ func TestBasicAuthFromSecret(t *testing.T) {
 	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
 	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
 
-	// No status anywhere carries the password.
+	// No status, event or log line carries either password (the wrong one was tried for a while).
 	for _, o := range []client.Object{catalog, c, pd} {
 		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 		g.Expect(strings.Contains(fmt.Sprintf("%+v", o), password)).To(BeFalse())
 	}
+	var events eventsv1.EventList
+	g.Expect(env.Client.List(f.ctx, &events, client.InNamespace(f.ns))).To(Succeed())
+	g.Expect(events.Items).NotTo(BeEmpty(), "the publish event is recorded")
+	g.Expect(fmt.Sprintf("%+v", events.Items)).NotTo(ContainSubstring(password))
+	logs := testenv.Logs()
+	g.Expect(logs).To(ContainSubstring("authentication failed"), "the failure is logged")
+	g.Expect(logs).NotTo(ContainSubstring(password))
 }

@@ -4,8 +4,11 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"sync"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -54,7 +57,13 @@ func Start() (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errNoAssets
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	// Every log line, at every level, goes to Logs (tests grep it for leaked secrets); stderr
+	// shows them only with FLOTILLA_TEST_LOG.
+	out := io.Writer(&logs)
+	if os.Getenv("FLOTILLA_TEST_LOG") != "" {
+		out = io.MultiWriter(&logs, os.Stderr)
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(out)))
 	env := &envtest.Environment{
 		CRDDirectoryPaths: []string{
 			filepath.Join(Root(), "config", "crd", "bases"),
@@ -126,12 +135,26 @@ func GVK(group, version, kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
 }
 
-// zapLevel keeps controller logs out of test output unless FLOTILLA_TEST_LOG is set.
-func zapLevel() zapcore.Level {
-	if os.Getenv("FLOTILLA_TEST_LOG") != "" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
+var logs lockedBuffer
+
+// Logs returns everything the controllers logged so far in this test binary.
+func Logs() string { return logs.String() }
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 var errNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")

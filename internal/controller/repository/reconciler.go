@@ -8,6 +8,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
@@ -52,6 +53,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	snap, err := r.Git.Refresh(ctx, remote)
 	if err != nil {
+		// Not returned (the condition carries it and the poll retries): logged once per poll.
+		log.FromContext(ctx).Info("fetch failed", "error", err.Error())
 		setFetchFailed(repo, err)
 		return ctrl.Result{RequeueAfter: interval(repo)}, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,16 +25,17 @@ import (
 )
 
 type controllerOptions struct {
-	kubeconfig     string
-	metricsAddr    string
-	probeAddr      string
-	leaderElection bool
-	leaderNS       string
-	cacheDir       string
-	healthInterval time.Duration
-	watchSelector  string
-	allowExec      bool
-	zap            zap.Options
+	kubeconfig       string
+	metricsAddr      string
+	probeAddr        string
+	leaderElection   bool
+	leaderNS         string
+	cacheDir         string
+	healthInterval   time.Duration
+	watchSelector    string
+	allowExec        bool
+	reconcileTimeout time.Duration
+	zap              zap.Options
 }
 
 func controllerCmd() *cobra.Command {
@@ -55,6 +57,7 @@ func controllerCmd() *cobra.Command {
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.BoolVar(&o.allowExec, "allow-exec-functions", false, "let variant pipelines run exec: KRM functions on the controller's machine (they come from blueprint repositories: trust them first)")
+	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -85,7 +88,9 @@ func runController(o controllerOptions) error {
 		leaderID = fmt.Sprintf("flotilla-%x.flotilla.dev", sum[:4])
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                   cache.Options{DefaultLabelSelector: sel},
+		Cache: cache.Options{DefaultLabelSelector: sel},
+		// A git server that hangs must not hold a worker forever.
+		Controller:              config.Controller{ReconciliationTimeout: o.reconcileTimeout},
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,

@@ -88,7 +88,7 @@ func Reason(err error) (reason string, stalled bool) {
 		return "PackageNotFound", true
 	case errors.Is(err, pkgrepo.ErrRevisionNotFound):
 		return "RevisionNotFound", true
-	case errors.Is(err, pkgrepo.ErrUnreachable):
+	case errors.Is(err, pkgrepo.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):
 		return "RepositoryUnreachable", false
 	default:
 		return "GitError", false

@@ -6,12 +6,16 @@ package patch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// patchTimeout bounds the final patch of a reconcile.
+const patchTimeout = 15 * time.Second
 
 // Helper patches one object.
 type Helper struct {
@@ -28,6 +32,10 @@ func New(c client.Client, obj client.Object) *Helper {
 // optimistic lock (so another writer's finalizer is never dropped), status through the status
 // subresource. An object that is gone after its last finalizer was removed is not an error.
 func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
+	// The reconcile may have run out of time (a hanging git server): the status saying so must
+	// still be written.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
+	defer cancel()
 	statusChanged, err := changed(h.before, obj, "status")
 	if err != nil {
 		return err

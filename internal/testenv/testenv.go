@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -111,6 +112,8 @@ func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:  scheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// As `flotilla controller --reconcile-timeout`, shorter: fault tests hang the git server.
+		Controller: config.Controller{ReconciliationTimeout: 10 * time.Second},
 	})
 	if err != nil {
 		return nil, err

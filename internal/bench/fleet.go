@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+// namespace holds every object of the synthetic fleet.
+const namespace = "fleet"
+
+// fleetLabel selects every cluster of the fleet; each PackageSet targets it.
+var fleetLabel = map[string]string{"flotilla.dev/bench": "fleet"}
+
+// fleet names the objects and repositories of a synthetic fleet: clusters c-00000.., packages
+// pkg-00.. (each published as v1 and v2 in one catalog), and sets s-00.. (set i deploys package
+// i mod packages to every cluster).
+type fleet struct {
+	clusters, packages, sets int
+}
+
+func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
+func (f fleet) set(i int) string     { return fmt.Sprintf("s-%02d", i) }
+func (f fleet) pkg(set int) string   { return fmt.Sprintf("pkg-%02d", set%f.packages) }
+
+// deployment is the name a set's template gives the deployment of cluster (template.nameExpr).
+func (f fleet) deployment(set, cluster int) string { return f.set(set) + "-" + f.cluster(cluster) }
+
+func (f fleet) clusterNames() []string {
+	names := make([]string, f.clusters)
+	for i := range names {
+		names[i] = f.cluster(i)
+	}
+	return names
+}
+
+// repoDir is the bare repository of name under root.
+func repoDir(root, name string) string { return filepath.Join(root, name+".git") }
+
+func repoURL(root, name string) string { return "file://" + repoDir(root, name) }
+
+// initRepos creates empty bare repositories for names under root.
+func initRepos(root string, names []string) error {
+	return parallel(len(names), func(i int) error {
+		_, err := git.PlainInit(repoDir(root, names[i]), true)
+		return err
+	})
+}
+
+// publishCatalog publishes v1 and v2 of every package into the catalog, as Porch would.
+func (f fleet) publishCatalog(ctx context.Context, store *pkgrepo.Store, url string) error {
+	for p := range f.packages {
+		name := f.pkg(p)
+		for _, image := range []string{"nginx:1.27", "nginx:1.28"} {
+			_, err := store.Publish(ctx, pkgrepo.Remote{URL: url}, pkgrepo.PublishRequest{
+				Package: name,
+				Files: map[string][]byte{
+					"Kptfile":         []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
+					"deployment.yaml": []byte(deploymentYAML(name, image)),
+				},
+				Message: "publish " + name + " with " + image,
+			})
+			if err != nil {
+				return fmt.Errorf("publish %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func deploymentYAML(name, image string) string {
+	return strings.NewReplacer("NAME", name, "IMAGE", image).Replace(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: NAME
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: NAME}
+  template:
+    metadata:
+      labels: {app: NAME}
+    spec:
+      containers:
+      - name: NAME
+        image: IMAGE
+`)
+}
+
+// objects returns the fleet's Repositories, WorkloadClusters and PackageSets, with the cluster
+// repositories under repoRoot and the catalog at catalogURL; revision gives each set's blueprint
+// revision.
+func (f fleet) objects(catalogURL, repoRoot string, revision func(set int) string) []client.Object {
+	objs := []client.Object{repository("catalog", catalogURL)}
+	for i := range f.clusters {
+		objs = append(objs, repository(f.cluster(i), repoURL(repoRoot, f.cluster(i))))
+	}
+	for i := range f.clusters {
+		objs = append(objs, &v1alpha1.WorkloadCluster{
+			TypeMeta:   typeMeta("WorkloadCluster"),
+			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: fleetLabel},
+			Spec: v1alpha1.WorkloadClusterSpec{
+				Repository: v1alpha1.LocalObjectReference{Name: f.cluster(i)},
+				Approval:   v1alpha1.ApprovalAutomatic,
+			},
+		})
+	}
+	for s := range f.sets {
+		objs = append(objs, &v1alpha1.PackageSet{
+			TypeMeta:   typeMeta("PackageSet"),
+			ObjectMeta: metav1.ObjectMeta{Name: f.set(s), Namespace: namespace},
+			Spec: v1alpha1.PackageSetSpec{
+				Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: f.pkg(s), Revision: revision(s)},
+				Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{
+					Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: fleetLabel}},
+				}},
+				Template: v1alpha1.DeploymentTemplate{NameExpr: "set.name + '-' + target.name"},
+			},
+		})
+	}
+	return objs
+}
+
+func repository(name, url string) *v1alpha1.Repository {
+	return &v1alpha1.Repository{
+		TypeMeta:   typeMeta("Repository"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: url}},
+	}
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: kind}
+}
+
+// writeYAML writes objs as one multi-document YAML file, for `flotilla render`.
+func writeYAML(path string, objs []client.Object) error {
+	var b strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}

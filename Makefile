@@ -3,7 +3,7 @@ SHELL := bash
 GO ?= go
 BIN := $(CURDIR)/bin
 
-.PHONY: all build demo test generate manifests verify lint vet fmt envtest flux
+.PHONY: all build demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
 
 all: build
 
@@ -22,6 +22,20 @@ flux: ## Build Flux source-controller and kustomize-controller from the Go modul
 test: envtest flux ## Run every test: real API server, real git over HTTP, real Flux controllers.
 	KUBEBUILDER_ASSETS=$$(bash hack/envtest.sh) FLOTILLA_FLUX_BIN=$$(bash hack/flux.sh) FLOTILLA_SHARED_CRDS=$${FLOTILLA_SHARED_CRDS:-$(CURDIR)/../shared/crds} \
 		$(GO) test -count=1 -timeout 30m ./...
+	cd test/install && KUBEBUILDER_ASSETS=$$(bash ../../hack/envtest.sh) $(GO) test -count=1 -timeout 20m ./...
+
+FUZZTIME ?= 10s
+fuzz: ## Run every fuzz test for FUZZTIME each (seeds under testdata/fuzz are replayed by make test).
+	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9]+' --include='*_test.go' internal | sed 's/func //' | sort -u); do \
+		pkg=$$(grep -rlE "^func $$t\(" --include='*_test.go' internal | xargs -n1 dirname | head -1); \
+		echo "fuzz $$t in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+BENCH_FLAGS ?=
+bench: build envtest ## Measure the controller on a synthetic fleet (flags: BENCH_FLAGS="--clusters 1000 --packages 10").
+	KUBEBUILDER_ASSETS=$$(bash hack/envtest.sh) FLOTILLA_SHARED_CRDS=$${FLOTILLA_SHARED_CRDS:-$(CURDIR)/../shared/crds} \
+		$(BIN)/flotilla bench $(BENCH_FLAGS)
 
 generate: ## Generate deepcopy code.
 	$(GO) tool controller-gen object paths=./api/...
@@ -29,6 +43,12 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate CRDs and RBAC from markers.
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=flotilla-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+
+helm: ## Regenerate the Helm chart charts/flotilla from config/default.
+	@bash hack/helm-chart.sh
+
+generate-docs: ## Regenerate docs/api-reference.md from api/v1alpha1.
+	$(GO) run ./hack/apidocs
 
 vet:
 	$(GO) vet ./...

@@ -38,13 +38,7 @@ type Fleet struct {
 // Load reads every .yaml/.yml/.json file under dir (recursively). Objects of other kinds are
 // ignored; an object without a namespace goes to "default".
 func Load(dir string) (*Fleet, error) {
-	f := &Fleet{
-		Repositories: map[string]*v1alpha1.Repository{},
-		Clusters:     map[string]*v1alpha1.WorkloadCluster{},
-		Deployments:  map[string]*v1alpha1.PackageDeployment{},
-		Sets:         map[string]*v1alpha1.PackageSet{},
-		Secrets:      map[string]*corev1.Secret{},
-	}
+	f := newFleet()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -67,6 +61,16 @@ func Load(dir string) (*Fleet, error) {
 		return nil, err
 	}
 	return f, f.validate()
+}
+
+func newFleet() *Fleet {
+	return &Fleet{
+		Repositories: map[string]*v1alpha1.Repository{},
+		Clusters:     map[string]*v1alpha1.WorkloadCluster{},
+		Deployments:  map[string]*v1alpha1.PackageDeployment{},
+		Sets:         map[string]*v1alpha1.PackageSet{},
+		Secrets:      map[string]*corev1.Secret{},
+	}
 }
 
 func (f *Fleet) add(b []byte) error {

@@ -88,6 +88,8 @@ func Reason(err error) (reason string, stalled bool) {
 		return "PackageNotFound", true
 	case errors.Is(err, pkgrepo.ErrRevisionNotFound):
 		return "RevisionNotFound", true
+	case errors.Is(err, pkgrepo.ErrInvalidPackage):
+		return "InvalidPackage", true
 	case errors.Is(err, pkgrepo.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):
 		return "RepositoryUnreachable", false
 	default:

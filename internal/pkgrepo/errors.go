@@ -34,6 +34,9 @@ var (
 	ErrProposalChanged = errors.New("proposal changed")
 	// ErrTagExists: the revision a proposal would publish is already taken.
 	ErrTagExists = errors.New("tag already exists")
+	// ErrInvalidPackage: a package holds something flotilla refuses to read
+	// (a symlink, an oversized file, too many files).
+	ErrInvalidPackage = errors.New("invalid package")
 	// ErrPackageChanged: the package changed on the branch since the commit
 	// the caller computed its content from (PublishRequest.PackageBase).
 	ErrPackageChanged = errors.New("package changed on the branch")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -167,18 +168,40 @@ func readTree(m *mirror, root plumbing.Hash, pkg string) (map[string][]byte, err
 		return nil, err
 	}
 	files := map[string][]byte{}
+	var total int64
 	err = t.Files().ForEach(func(f *object.File) error {
+		// Symlinks and submodules are not followed: a symlink's content is its target path,
+		// read as data, so nothing outside the repository is ever reached.
+		if f.Mode == filemode.Symlink || f.Mode == filemode.Submodule {
+			return fmt.Errorf("%w: %s is a symlink or submodule; packages hold regular files only", ErrInvalidPackage, f.Name)
+		}
+		total += f.Size
+		switch {
+		case f.Size > MaxFileSize:
+			return fmt.Errorf("%w: %s is %d bytes, more than the %d a package file may have", ErrInvalidPackage, f.Name, f.Size, MaxFileSize)
+		case total > MaxPackageSize:
+			return fmt.Errorf("%w: the package is more than %d bytes", ErrInvalidPackage, MaxPackageSize)
+		case len(files) >= MaxPackageFiles:
+			return fmt.Errorf("%w: the package has more than %d files", ErrInvalidPackage, MaxPackageFiles)
+		}
 		rd, err := f.Reader()
 		if err != nil {
 			return err
 		}
 		defer rd.Close()
-		data, err := io.ReadAll(rd)
+		data, err := io.ReadAll(io.LimitReader(rd, MaxFileSize+1))
 		files[f.Name] = data
 		return err
 	})
 	return files, err
 }
+
+// Limits on packages read from git, so a hostile repository cannot exhaust the controller.
+const (
+	MaxFileSize     = 8 << 20
+	MaxPackageSize  = 64 << 20
+	MaxPackageFiles = 10000
+)
 
 // parseRevision returns N for "vN" and 0 for "latest".
 func parseRevision(rev string) (int, error) {

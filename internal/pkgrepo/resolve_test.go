@@ -3,6 +3,10 @@ package pkgrepo_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,5 +171,47 @@ func checkErr(t *testing.T, err, want error) {
 		t.Fatalf("got no error, want %v", want)
 	case !errors.Is(want, errAny) && !errors.Is(err, want):
 		t.Fatalf("error %q does not wrap %q", err, want)
+	}
+}
+
+// A package with a symlink or an oversized file is refused, never followed or read whole.
+func TestReadPackageRefusesSymlinksAndHugeFiles(t *testing.T) {
+	srv := gittest.NewServer(t)
+	srv.CreateRepo(t, "catalog")
+	dir := srv.Dir("catalog")
+	work := t.TempDir()
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("init", "-q", "-b", "main")
+	if err := os.MkdirAll(filepath.Join(work, "evil"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "evil", "Kptfile"), []byte("kind: Kptfile\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(work, "evil", "passwd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	run("add", "-A")
+	run("commit", "-q", "-m", "evil")
+	run("tag", "evil/v1")
+	run("push", "-q", dir, "main", "--tags")
+	store := pkgrepo.NewStore(t.TempDir())
+	remote := pkgrepo.Remote{URL: srv.URL + "/catalog.git"}
+	rev, err := store.Resolve(context.Background(), remote, "evil", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.ReadPackage(context.Background(), remote, "evil", rev.Commit)
+	if !errors.Is(err, pkgrepo.ErrInvalidPackage) || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("want the symlink refused, got %v", err)
 	}
 }

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Fails when generated code, CRDs, RBAC or go.mod are stale, or Go files are not gofmt'ed: it
-# regenerates everything and checks that nothing changed (uncommitted edits are compared too).
+# Fails when generated code, CRDs, RBAC, the Helm chart, the API reference or go.mod are stale, or
+# Go files are not gofmt'ed: it regenerates everything and checks that nothing changed (uncommitted
+# edits are compared too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(api config go.mod go.sum hack)
+paths=(api config charts docs go.mod go.sum hack test/install)
 state() { { git diff HEAD -- "${paths[@]}"; git ls-files --others --exclude-standard -- "${paths[@]}"; } | sha256sum; }
 before=$(state)
-make -s generate manifests
+make -s generate manifests helm generate-docs
 go mod tidy
-(cd hack/tools && go mod tidy)
-(cd hack/lint && go mod tidy)
+for m in hack/tools hack/lint hack/helmchart test/install; do (cd "$m" && go mod tidy); done
 # -e: the Flux modules' own test dependencies are not all served by the module proxy.
 for m in hack/flux/*/; do (cd "$m" && go mod tidy -e 2>/dev/null); done
 after=$(state)

@@ -38,7 +38,9 @@ func main() {
 }
 
 func run(root, version string) error {
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy // as `kustomize build`
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
 	if err != nil {
 		return fmt.Errorf("kustomize build config/default: %w", err)
 	}
@@ -54,10 +56,10 @@ func run(root, version string) error {
 	files := map[string]string{"Chart.yaml": chartYAML(version)}
 	for _, r := range m.Resources() {
 		kind, name := r.GetKind(), r.GetName()
-		switch {
-		case kind == "Namespace":
+		switch kind {
+		case "Namespace":
 			continue
-		case kind == "CustomResourceDefinition":
+		case "CustomResourceDefinition":
 			y, err := r.AsYAML()
 			if err != nil {
 				return err
@@ -150,7 +152,7 @@ func extractValues(obj map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return header + string(y), nil
+	return header + "# The controller Deployment's image, replicas, args (the whole list) and resources.\n" + string(y), nil
 }
 
 func container(spec map[string]any) (map[string]any, error) {

@@ -21,6 +21,8 @@ import (
 
 // Leader election (--leader-elect) keeps a Lease.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// Leader election records core/v1 events about the lease.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Options tune the reconcilers.
 type Options struct {

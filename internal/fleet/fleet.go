@@ -5,12 +5,17 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
+
+// ErrRender is wrapped by errors in the deployments themselves (a dependency cycle, an unknown
+// engine): fixing them needs the user, retrying does not help.
+var ErrRender = errors.New("cannot render deployed-packages")
 
 // Git is the part of pkgrepo.Store that fleet uses.
 type Git interface {
@@ -57,7 +62,7 @@ func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alp
 	pins []render.Pin, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
 	pkg, err := render.DeployedPackages(cluster, pins)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, fmt.Errorf("%w: %w", ErrRender, err)
 	}
 	path := render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster))
 	out := Outcome{Published: published, Proposal: proposal}

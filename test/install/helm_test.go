@@ -48,6 +48,9 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 	}
 	for k, w := range want {
 		if diff := cmp.Diff(w.Object, got[k].Object); diff != "" {
+			if len(diff) > 4000 {
+				diff = diff[:4000] + "\n..."
+			}
 			t.Errorf("%s differs (-kustomize +helm); run `make helm`:\n%s", k, diff)
 		}
 	}
@@ -73,9 +76,9 @@ func TestHelmValues(t *testing.T) {
 	c := containers(t, dep)[0]
 	got := map[string]any{"replicas": replicas, "image": c["image"], "args": c["args"], "resources": c["resources"]}
 	want := map[string]any{
-		"replicas":  float64(2),
-		"image":     "registry.example.com/flotilla:v1.2.3",
-		"args":      []any{"controller", "--leader-elect", "--zap-log-level=debug"},
+		"replicas": float64(2),
+		"image":    "registry.example.com/flotilla:v1.2.3",
+		"args":     []any{"controller", "--leader-elect", "--zap-log-level=debug"},
 		// Helm merges maps into the defaults (lists it replaces).
 		"resources": map[string]any{
 			"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},

@@ -2,6 +2,7 @@ package install
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +14,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/generate"
 )
 
 // fieldOwner is the server-side apply field manager of every object the tests apply.
@@ -26,7 +31,9 @@ const fieldOwner = client.FieldOwner("flotilla-install-test")
 // `kubectl kustomize` does.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root(), dir))
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy // as `kubectl kustomize` and `kustomize build`: Namespaces and CRDs first
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root(), dir))
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
@@ -101,7 +108,10 @@ func inNamespace(objs []*unstructured.Unstructured, ns string) []*unstructured.U
 }
 
 func id(o *unstructured.Unstructured) string {
-	return strings.TrimPrefix(o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName(), "/")
+	if o.GetNamespace() == "" {
+		return o.GetKind() + " " + o.GetName()
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
 }
 
 func ids(objs []*unstructured.Unstructured) []string {
@@ -135,7 +145,7 @@ func decodeYAML(t *testing.T, r io.Reader) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for {
 		var obj map[string]any
-		if err := dec.Decode(&obj); err == io.EOF {
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
 			return out
 		} else if err != nil {
 			t.Fatal(err)
@@ -157,6 +167,8 @@ func TestDefaultIsAccepted(t *testing.T) {
 		"CustomResourceDefinition workloadclusters.flotilla.dev",
 		"Deployment flotilla-system/flotilla-controller",
 		"Namespace flotilla-system",
+		"Role flotilla-system/flotilla-leader-election",
+		"RoleBinding flotilla-system/flotilla-leader-election",
 		"Service flotilla-system/flotilla-controller-metrics",
 		"ServiceAccount flotilla-system/flotilla-controller",
 	}
@@ -191,13 +203,55 @@ func TestSamplesAreAccepted(t *testing.T) {
 		t.Errorf("config/samples kinds (-want +got):\n%s", diff)
 	}
 	apply(t, objs)
+	expandSets(t, objs)
 }
 
 func TestExamplesAreAccepted(t *testing.T) {
 	installDefault(t)
 	objs := inNamespace(kustomize(t, "examples"), "examples")
 	if len(objs) < 10 {
-		t.Errorf("examples/ yields %d objects, want the fleet and two PackageSets", len(objs))
+		t.Errorf("examples/ yields %d objects, want the fleet and its PackageSets", len(objs))
 	}
 	apply(t, objs)
+	expandSets(t, objs)
+}
+
+// expandSets runs every PackageSet's generator and template over the WorkloadClusters among objs,
+// as the controller would, so a CEL expression the schema cannot check still has to work: each set
+// must yield targets and no problem.
+func expandSets(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var clusters []generate.Cluster
+	var sets []*v1alpha1.PackageSet
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "WorkloadCluster":
+			var c v1alpha1.WorkloadCluster
+			fromUnstructured(t, o, &c)
+			clusters = append(clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context})
+		case "PackageSet":
+			set := &v1alpha1.PackageSet{}
+			fromUnstructured(t, o, set)
+			sets = append(sets, set)
+		}
+	}
+	for _, set := range sets {
+		p := set.Spec.Package
+		up := generate.Upstream{Repository: p.Repository.Name, Name: p.Name, Revision: p.Revision, Tag: p.Name + "/" + p.Revision, Commit: strings.Repeat("0", 40), Number: 1}
+		res, err := generate.Generate(generate.Inputs{Set: set, Clusters: clusters, Upstream: up})
+		if err != nil {
+			t.Errorf("PackageSet %s: %v", set.Name, err)
+			continue
+		}
+		if len(res.Targets) == 0 || len(res.Problems) > 0 {
+			t.Errorf("PackageSet %s: %d targets, problems %v", set.Name, len(res.Targets), res.Problems)
+		}
+	}
+}
+
+func fromUnstructured(t *testing.T, o *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+		t.Fatalf("%s: %v", id(o), err)
+	}
 }

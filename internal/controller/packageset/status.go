@@ -18,14 +18,19 @@ import (
 const maxProblems = 10
 
 func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) {
-	reason := "GeneratorFailed"
+	reason, userError := "GeneratorFailed", true
 	if errors.Is(err, errRepositoryNotFound) {
 		reason = "RepositoryNotFound"
-	} else if r, _ := gitremote.Reason(err); r != "GitError" {
-		reason = r
+	} else if r, s := gitremote.Reason(err); r != "GitError" {
+		reason, userError = r, s
 	}
 	msg := fmt.Sprintf("%v; keeping the %d existing deployments", err, kept)
-	stalled(set, reason, msg)
+	if userError {
+		stalled(set, reason, msg)
+		return
+	}
+	// A git outage: the repository's recovery brings the set back (it watches its repository).
+	conditions.Progressing(&set.Status.Conditions, set.Generation, reason, msg+"; retrying")
 }
 
 func setEmptyGuard(set *v1alpha1.PackageSet, kept int) {

@@ -1,6 +1,6 @@
 // Package reliability kills the flotilla controller (a real process, kill -9) at random points
-// while it publishes to many clusters, with another writer pushing to the same branches, and
-// checks the invariants after it restarts and converges.
+// while it publishes to many clusters, takes the API server away from under it, with another
+// writer pushing to the same branches, and checks the invariants after it restarts and converges.
 package reliability
 
 import (
@@ -89,8 +89,14 @@ func TestKillNineWhilePublishing(t *testing.T) {
 	}
 	kubeconfig, err := env.AdminKubeconfig("crash-test")
 	g.Expect(err).NotTo(HaveOccurred())
+	// The controller reaches the API server through a proxy that the test takes down and up
+	// again, as a restarting API server looks to its clients.
+	host := env.Config.Host
+	hostPort := strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://")
+	g.Expect(string(kubeconfig)).To(ContainSubstring(hostPort), "the controller must go through the proxy")
+	proxy := newAPIProxy(t, hostPort)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kc, kubeconfig, 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(kc, []byte(strings.ReplaceAll(string(kubeconfig), hostPort, proxy.addr)), 0o600)).To(Succeed())
 	ctl := &controller{bin: buildFlotilla(t), kubeconfig: kc, cache: t.TempDir(), logDir: t.TempDir()}
 	t.Cleanup(ctl.kill)
 
@@ -141,6 +147,13 @@ func TestKillNineWhilePublishing(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		ctl.start(t)
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		if k%2 == 1 {
+			// The API server goes away under a running controller, and comes back.
+			proxy.down()
+			time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+			proxy.up(t, proxy.addr)
+			time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
+		}
 		ctl.kill()
 		checkTags()
 		if k == kills/2 {

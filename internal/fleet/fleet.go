@@ -5,8 +5,12 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -99,6 +103,22 @@ func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alp
 		out.Changes, out.Wrote = changes, true
 	}
 	return out, nil
+}
+
+// Digest identifies what Publish would write for the cluster: equal digests, equal trees. The
+// controller uses it to skip a git round trip when nothing it would write has changed.
+func Digest(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin) (string, error) {
+	pkg, err := render.DeployedPackages(cluster, pins)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrRender, err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", clusterRepo.Spec.Git.URL, clusterRepo.Spec.Git.Branch, render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster)))
+	for _, name := range slices.Sorted(maps.Keys(pkg.Files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(pkg.Files[name]))
+		h.Write(pkg.Files[name])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func pinsOf(p *v1alpha1.DeployedPackagesStatus) []v1alpha1.PublishedPin {

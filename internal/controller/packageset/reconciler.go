@@ -73,12 +73,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	owned, err := r.owned(ctx, set)
+	if !set.DeletionTimestamp.IsZero() {
+		// Read past the cache: a deployment created a moment ago must not be missed, or it would
+		// be left to the garbage collector.
+		owned, err := r.owned(ctx, r.APIReader, set)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.reconcileDelete(ctx, set, owned)
+	}
+	owned, err := r.owned(ctx, r.Client, set)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if !set.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, set, owned)
 	}
 	controllerutil.AddFinalizer(set, v1alpha1.FinalizerPackageSet)
 
@@ -122,9 +128,9 @@ func (r *Reconciler) now() time.Time {
 }
 
 // owned lists the deployments the set generated.
-func (r *Reconciler) owned(ctx context.Context, set *v1alpha1.PackageSet) ([]v1alpha1.PackageDeployment, error) {
+func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alpha1.PackageSet) ([]v1alpha1.PackageDeployment, error) {
 	var list v1alpha1.PackageDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
 		return nil, fmt.Errorf("list deployments of %s: %w", set.Name, err)
 	}
 	out := list.Items[:0]

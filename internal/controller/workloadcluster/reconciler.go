@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +36,21 @@ type Reconciler struct {
 	Events    events.EventRecorder
 	// Clients reach workload clusters that have spec.kubeConfigSecretRef.
 	Clients *remotecluster.Clients
+
+	// published remembers, per cluster, the digest of what was last published and when, so a
+	// reconcile that would write the same tree skips the git round trip (at most verifyEvery).
+	publishedMu sync.Mutex
+	published   map[client.ObjectKey]publishedDigest
 }
+
+type publishedDigest struct {
+	digest string
+	at     time.Time
+}
+
+// verifyEvery is how often a cluster whose deployed-packages did not change is checked against
+// git anyway, repairing edits made there by hand.
+const verifyEvery = 10 * time.Minute
 
 // bootstrapResync is how often the root sync object is re-applied, restoring drift.
 const bootstrapResync = 10 * time.Minute
@@ -51,6 +66,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Forget(req.NamespacedName)
+			r.publishedMu.Lock()
+			delete(r.published, req.NamespacedName)
+			r.publishedMu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -82,6 +100,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	digest, err := fleet.Digest(cluster, repo, pins)
+	if err != nil {
+		setFailed(cluster, err)
+		return ctrl.Result{}, nil
+	}
+	if r.upToDate(cluster, digest) {
+		return r.afterPublish(ctx, cluster, repo, pins)
+	}
 	start := time.Now()
 	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, pins, cluster.Status.DeployedPackages, cluster.Status.Proposal)
 	metrics.PublishSeconds.Observe(time.Since(start).Seconds())
@@ -96,12 +122,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	metrics.Publishes.WithLabelValues(outcome(out)).Inc()
 	r.recordEvent(cluster, out)
 	setPublished(cluster, out)
+	if out.Proposal == nil {
+		r.remember(cluster, digest)
+	}
+	return r.afterPublish(ctx, cluster, repo, pins)
+}
+
+// afterPublish keeps the root sync object applied and sums up health, for clusters flotilla can
+// reach.
+func (r *Reconciler) afterPublish(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, pins []render.Pin) (ctrl.Result, error) {
 	if cluster.Spec.KubeConfigSecretRef == nil {
 		return ctrl.Result{}, nil
 	}
 	setBootstrapped(cluster, r.bootstrap(ctx, cluster, repo))
 	setHealthy(cluster, pins)
 	return ctrl.Result{RequeueAfter: bootstrapResync}, nil
+}
+
+// upToDate reports whether the cluster's last publish wrote exactly this digest, recently, and
+// nothing waits for approval.
+func (r *Reconciler) upToDate(cluster *v1alpha1.WorkloadCluster, digest string) bool {
+	if cluster.Spec.Approval == v1alpha1.ApprovalManual || cluster.Status.DeployedPackages == nil || cluster.Status.ObservedGeneration != cluster.Generation {
+		return false
+	}
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	p, ok := r.published[client.ObjectKeyFromObject(cluster)]
+	return ok && p.digest == digest && time.Since(p.at) < verifyEvery
+}
+
+func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string) {
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	if r.published == nil {
+		r.published = map[client.ObjectKey]publishedDigest{}
+	}
+	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now()}
 }
 
 // bootstrap applies the cluster's root sync object in the workload cluster.

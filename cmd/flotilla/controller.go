@@ -65,10 +65,17 @@ func controllerCmd() *cobra.Command {
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// The same client-side rate limit ctrl.GetConfig gives; client-go's default (5/s) starves a
+	// fleet-sized controller.
+	cfg.QPS, cfg.Burst = 20, 30
+	return cfg, nil
 }
 
 func runController(o controllerOptions) error {

@@ -16,7 +16,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(controllerCmd(), renderCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), rolloutCmd(), versionCmd())
+	root.AddCommand(controllerCmd(), renderCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), rolloutCmd(), versionCmd(), benchCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -33,9 +33,6 @@ func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
 func (f fleet) set(i int) string     { return fmt.Sprintf("s-%02d", i) }
 func (f fleet) pkg(set int) string   { return fmt.Sprintf("pkg-%02d", set%f.packages) }
 
-// deployment is the name a set's template gives the deployment of cluster (template.nameExpr).
-func (f fleet) deployment(set, cluster int) string { return f.set(set) + "-" + f.cluster(cluster) }
-
 func (f fleet) clusterNames() []string {
 	names := make([]string, f.clusters)
 	for i := range names {

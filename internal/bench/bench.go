@@ -1,0 +1,129 @@
+// Package bench measures flotilla on a synthetic fleet: N clusters, each with its own bare git
+// repository, a catalog of M packages published as v1 and v2, and PackageSets deploying them to
+// every cluster. It runs the real controller (a child process) against a real API server
+// (envtest), first from nothing published (cold) and then through one blueprint bump, counting
+// what it wrote to git and to the API server, and compares with git fast-import writing the same
+// commits and with the local mode (`flotilla render`) publishing the same fleet.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// Options size and steer a run.
+type Options struct {
+	Clusters int
+	Packages int
+	// Sets is the number of PackageSets; set i deploys package i mod Packages to every cluster.
+	Sets int
+	// Timeout bounds each convergence phase (cold, bump).
+	Timeout time.Duration
+	// Dir is the work directory (repositories, objects, controller cache and log); a new
+	// temporary directory when empty.
+	Dir string
+	// Keep keeps the work directory.
+	Keep bool
+	// Controller is the command that runs the controller (e.g. `flotilla controller`); the bench
+	// adds --cache-dir, --metrics-bind-address and --health-probe-bind-address.
+	Controller []string
+	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
+	// --memprofile.
+	CPUProfile, MemProfile string
+	// Progress receives progress lines every ProgressInterval (default 5s); nil: none.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// Report is what a run measured.
+type Report struct {
+	Clusters, Packages, Sets, CPUs int
+	Dir                            string
+
+	Repositories, Deployments int
+	// Create is how long the bench took to create the Repositories, clusters and sets.
+	Create time.Duration
+	// Cold and Bump are the two phases the controller ran.
+	Cold, Bump Phase
+	// PeakRSS is the controller's VmHWM at the end of the run.
+	PeakRSS int64
+	// CacheBytes is the size of the controller's git mirrors (--cache-dir) at the end.
+	CacheBytes int64
+	FastImport fastImportResult
+	Local      localResult
+}
+
+// ErrNoAssets says how to get the API server binaries.
+var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run `make bench`, or set it to the output of `bash hack/envtest.sh` (kube-apiserver and etcd)")
+
+// Run runs the benchmark. When it returns an error after the controller started, the report holds
+// what was measured until then.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(); err != nil {
+		return nil, err
+	}
+	dir := o.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "flotilla-bench-"); err != nil {
+			return nil, err
+		}
+	}
+	if !o.Keep {
+		defer os.RemoveAll(dir)
+	}
+	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets}}
+	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir}
+	return b.report, b.run(ctx)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Sets == 0 {
+		o.Sets = o.Packages
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 5 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	switch {
+	case o.Clusters < 1 || o.Packages < 1 || o.Sets < 1:
+		return o, fmt.Errorf("clusters, packages and sets must be at least 1")
+	case o.Clusters > 99999 || o.Sets > 99:
+		return o, fmt.Errorf("at most 99999 clusters and 99 sets (names are c-NNNNN and s-NN)")
+	case len(o.Controller) == 0:
+		return o, fmt.Errorf("no controller command")
+	}
+	return o, nil
+}
+
+// preflight fails early, and clearly, when the API server cannot start.
+func preflight() error {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return ErrNoAssets
+	}
+	for _, d := range []string{filepath.Join(testenv.Root(), "config", "crd", "bases"), testenv.SharedCRDs()} {
+		if _, err := os.Stat(d); err != nil {
+			return fmt.Errorf("the bench loads CRDs from %s: %w (run it from a source checkout, or set FLOTILLA_SHARED_CRDS for the third-party CRDs)", d, err)
+		}
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return fmt.Errorf("the bench reads controller CPU and memory from /proc (Linux only): %w", err)
+	}
+	return nil
+}

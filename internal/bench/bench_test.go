@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// TestBenchTinyFleet runs the whole bench on 3 clusters × 2 packages: the real controller
+// converges the fleet, then the bump, and the table has every row. It asserts what was reached,
+// never how fast (STYLE.md: benchmarks are not timed assertions).
+func TestBenchTinyFleet(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	report, err := Run(ctx, Options{
+		Clusters:         3,
+		Packages:         2,
+		Timeout:          2 * time.Minute,
+		Dir:              t.TempDir(),
+		Controller:       []string{buildFlotilla(t), "bench", "controller"},
+		CPUProfile:       filepath.Join(t.TempDir(), "cpu.pprof"),
+		Progress:         &progress,
+		ProgressInterval: time.Second,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
+	}
+	for _, p := range []Phase{report.Cold, report.Bump} {
+		if !p.Done || p.Converged != 3 {
+			t.Errorf("%s: converged %d/3 (done %v), want every cluster", p.Name, p.Converged, p.Done)
+		}
+	}
+	if got := report.Bump.Git.Commits; got != 3 {
+		t.Errorf("bump wrote %d deployed-packages commits, want one per cluster (3)", got)
+	}
+	if f := report.FastImport; f.Identical != 3 || f.Commits != report.Cold.Git.Commits+report.Bump.Git.Commits {
+		t.Errorf("fast-import wrote %d commits (%d repositories identical), want flotilla's %d commits in 3 identical repositories",
+			f.Commits, f.Identical, report.Cold.Git.Commits+report.Bump.Git.Commits)
+	}
+	if l := report.Local; l.Failed != 0 || l.Identical != 3 {
+		t.Errorf("local mode: %d clusters failed, %d/3 trees identical to the controller's", l.Failed, l.Identical)
+	}
+	if report.PeakRSS <= 0 || report.Cold.ControllerCPU.total() <= 0 {
+		t.Errorf("controller peak RSS %d, CPU %v: want both measured", report.PeakRSS, report.Cold.ControllerCPU)
+	}
+
+	var out bytes.Buffer
+	if err := report.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"converged clusters", "convergence time (all published)", "deployed-packages commits",
+		"bytes written to cluster repos", "status writes per WorkloadCluster avg (max)",
+		"status writes per PackageDeployment avg (max)", "status writes per PackageSet avg (max)",
+		"controller CPU s (self + git)", "objects created", "controller peak RSS", "git fast-import",
+		"publish / fast-import", "local mode (flotilla render)",
+	} {
+		if !strings.Contains(out.String(), "\n"+row) {
+			t.Errorf("table has no row %q:\n%s", row, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "3/3") {
+		t.Errorf("table does not report 3/3 clusters converged:\n%s", out.String())
+	}
+	if !strings.Contains(progress.String(), "converged 3/3 clusters") {
+		t.Errorf("progress never reported convergence:\n%s", progress.String())
+	}
+}
+
+// buildFlotilla builds cmd/flotilla, whose hidden `bench controller` is the controller the bench
+// runs as a child process.
+func buildFlotilla(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "flotilla")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/flotilla")
+	cmd.Dir = testenv.Root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/flotilla: %v\n%s", err, out)
+	}
+	return bin
+}

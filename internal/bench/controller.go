@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// controllerProc is the flotilla controller, run as a child process so its memory and CPU are its
+// own.
+type controllerProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	metrics string // URL of its Prometheus endpoint
+	done    chan struct{}
+	err     error // set when done is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startController runs argv (e.g. `flotilla controller`) against the API server of kubeconfig,
+// with its git mirrors under cacheDir. The kubeconfig is passed as $KUBECONFIG, not
+// --kubeconfig: with the flag the controller builds its client with client-go's default
+// client-side rate limit (5 requests/s, burst 10), while in a cluster, and with $KUBECONFIG, it
+// gets controller-runtime's default (no client-side limit, API priority and fairness instead).
+func startController(argv []string, kubeconfig, cacheDir, logPath, cpuProfile, memProfile string) (*controllerProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{}, argv[1:]...),
+		"--cache-dir", cacheDir,
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port),
+		"--health-probe-bind-address", "0")
+	if cpuProfile != "" {
+		args = append(args, "--cpuprofile", cpuProfile)
+	}
+	if memProfile != "" {
+		args = append(args, "--memprofile", memProfile)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start controller %s: %w", strings.Join(argv, " "), err)
+	}
+	p := &controllerProc{cmd: cmd, logPath: logPath, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// exited returns why the controller is gone, nil while it runs.
+func (p *controllerProc) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("the controller exited (%w); its log: %s%s", p.err, p.logPath, tail(p.logPath, 20))
+	default:
+		return nil
+	}
+}
+
+func (p *controllerProc) cpu() (cpuTimes, error) {
+	_, _, cpu, err := procStat(p.cmd.Process.Pid)
+	return cpu, err
+}
+
+func (p *controllerProc) peakRSS() (int64, error) { return peakRSS(p.cmd.Process.Pid) }
+
+// stop sends SIGTERM, as the kubelet does (the controller then writes its CPU profile), and
+// waits for the exit. Only the first call stops; later calls return its result.
+func (p *controllerProc) stop() error {
+	p.stopOnce.Do(func() { p.stopErr = p.terminate() })
+	return p.stopErr
+}
+
+func (p *controllerProc) terminate() error {
+	if err := p.exited(); err != nil {
+		return err
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		var exit *exec.ExitError
+		if p.err != nil && !errors.As(p.err, &exit) {
+			return p.err
+		}
+		return nil
+	case <-time.After(time.Minute):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("the controller did not stop within a minute of SIGTERM; its log: %s", p.logPath)
+	}
+}
+
+// scrape reads the controller's metrics.
+func (p *controllerProc) scrape(ctx context.Context) (samples, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape controller metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	return parseSamples(resp.Body)
+}
+
+// tail returns the last n lines of a file, indented, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "\n  " + strings.Join(lines, "\n  ")
+}

@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/scheme"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// quiet is how long no tracked object may change before a phase counts as settled.
+const quiet = 5 * time.Second
+
+// run is one benchmark run.
+type run struct {
+	o      Options
+	dir    string
+	f      fleet
+	report *Report
+
+	catalogURL string
+	repos      string // the cluster repositories the controller writes
+	env        *testenv.Env
+	kubeconfig string
+	c          client.WithWatch
+	t          *tracker
+	ctrl       *controllerProc
+	last       snapshot // at the end of the previous phase
+	start      time.Time
+}
+
+func (b *run) run(ctx context.Context) error {
+	b.start = time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		cancel() // the watches first, so they do not retry against a stopped server
+		_ = b.env.Stop()
+	}()
+	r := b.report
+	var err error
+	r.Cold, err = b.phase(ctx, "cold", phaseCold, b.startController)
+	if b.ctrl != nil {
+		defer func() { _ = b.ctrl.stop() }() // on failure; a success stops it below
+	}
+	if err != nil {
+		return err
+	}
+	if r.Bump, err = b.phase(ctx, "bump", phaseBump, b.bump); err != nil {
+		return err
+	}
+	if r.PeakRSS, err = b.ctrl.peakRSS(); err != nil {
+		return err
+	}
+	if err := b.ctrl.stop(); err != nil {
+		return err
+	}
+	if r.CacheBytes, err = dirSize(b.cacheDir()); err != nil {
+		return err
+	}
+	b.progressf("git fast-import of the same %d commits...", r.Cold.Git.Commits+r.Bump.Git.Commits)
+	if r.FastImport, err = fastImport(ctx, b.repos, filepath.Join(b.dir, "fast-import"), b.f.clusterNames()); err != nil {
+		return err
+	}
+	b.progressf("local mode (flotilla render) on the same fleet...")
+	r.Local, err = runLocal(ctx, b.f, filepath.Join(b.dir, "local"), b.catalogURL, b.repos)
+	return err
+}
+
+// setup creates the repositories and the catalog, starts the API server and the watches, and
+// creates the fleet's objects.
+func (b *run) setup(ctx context.Context) error {
+	gitDir := filepath.Join(b.dir, "git")
+	b.catalogURL, b.repos = repoURL(gitDir, "catalog"), filepath.Join(gitDir, "clusters")
+	b.progressf("creating the catalog (%d packages × 2 revisions) and %d cluster repositories...", b.f.packages, b.f.clusters)
+	if err := initRepos(gitDir, []string{"catalog"}); err != nil {
+		return err
+	}
+	if err := b.f.publishCatalog(ctx, pkgrepo.NewStore(filepath.Join(b.dir, "bench-cache")), b.catalogURL); err != nil {
+		return err
+	}
+	if err := initRepos(b.repos, b.f.clusterNames()); err != nil {
+		return err
+	}
+	b.progressf("starting kube-apiserver and etcd...")
+	env, err := testenv.Start()
+	if err != nil {
+		return fmt.Errorf("start the API server: %w", err)
+	}
+	b.env = env
+	if err := b.connect(ctx); err != nil {
+		_ = env.Stop()
+		return err
+	}
+	objs := b.f.objects(b.catalogURL, b.repos, func(int) string { return "v1" })
+	b.progressf("creating %d objects...", len(objs))
+	start := time.Now()
+	if err := b.create(ctx, objs); err != nil {
+		_ = env.Stop()
+		return err
+	}
+	b.report.Create, b.report.Repositories = time.Since(start), b.f.clusters+1
+	b.last, err = b.snapshot(ctx)
+	return err
+}
+
+// connect writes the controller's kubeconfig and starts the bench's own client and watches.
+func (b *run) connect(ctx context.Context) error {
+	kc, err := b.env.AdminKubeconfig("flotilla-bench")
+	if err != nil {
+		return err
+	}
+	b.kubeconfig = filepath.Join(b.dir, "kubeconfig")
+	if err := os.WriteFile(b.kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(b.env.Config)
+	cfg.QPS = -1 // the bench must not be the bottleneck
+	if b.c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		return err
+	}
+	b.t = newTracker(b.f)
+	return startWatches(ctx, b.c, b.t, b.o.Progress)
+}
+
+func (b *run) create(ctx context.Context, objs []client.Object) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := b.c.Create(ctx, ns); err != nil {
+		return err
+	}
+	return parallelN(len(objs), 16, func(i int) error {
+		if err := b.c.Create(ctx, objs[i]); err != nil {
+			return fmt.Errorf("create %s %s: %w", objs[i].GetObjectKind().GroupVersionKind().Kind, objs[i].GetName(), err)
+		}
+		return nil
+	})
+}
+
+func (b *run) startController() error {
+	b.progressf("starting the controller: %v", b.o.Controller)
+	var err error
+	b.ctrl, err = startController(b.o.Controller, b.kubeconfig, b.cacheDir(), filepath.Join(b.dir, "controller.log"), b.o.CPUProfile, b.o.MemProfile)
+	return err
+}
+
+// bump moves the first set's blueprint from v1 to v2.
+func (b *run) bump() error {
+	b.t.want(b.f.set(0), b.f.pkg(0)+"/v2")
+	set := &v1alpha1.PackageSet{}
+	ctx := context.Background()
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: b.f.set(0)}, set); err != nil {
+		return err
+	}
+	before := set.DeepCopy()
+	set.Spec.Package.Revision = "v2"
+	b.progressf("bump: PackageSet %s %s v1→v2", set.Name, set.Spec.Package.Name)
+	return b.c.Patch(ctx, set, client.MergeFrom(before))
+}
+
+func (b *run) cacheDir() string { return filepath.Join(b.dir, "controller-cache") }
+
+func (b *run) progressf(format string, args ...any) {
+	fmt.Fprintf(b.o.Progress, "[%6.1fs] "+format+"\n", append([]any{time.Since(b.start).Seconds()}, args...)...)
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,9 +92,14 @@ func TestKillNineWhilePublishing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// The controller reaches the API server through a proxy that the test takes down and up
 	// again, as a restarting API server looks to its clients.
-	host := env.Config.Host
-	hostPort := strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://")
-	g.Expect(string(kubeconfig)).To(ContainSubstring(hostPort), "the controller must go through the proxy")
+	// The API server's host:port as the kubeconfig names it.
+	u, err := url.Parse(env.Config.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	hostPort := u.Host
+	if hostPort == "" {
+		hostPort = env.Config.Host
+	}
+	g.Expect(string(kubeconfig)).To(ContainSubstring(hostPort), "the controller must go through the proxy (API server %q)", env.Config.Host)
 	proxy := newAPIProxy(t, hostPort)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(os.WriteFile(kc, []byte(strings.ReplaceAll(string(kubeconfig), hostPort, proxy.addr)), 0o600)).To(Succeed())

@@ -10,9 +10,9 @@ import (
 )
 
 func setFetched(repo *v1alpha1.Repository, snap pkgrepo.Snapshot) {
-	msg := "fetched: branch " + branch(repo) + " does not exist yet"
+	msg := "fetched: branch " + gitremote.Branch(repo) + " does not exist yet"
 	if snap.Head != "" {
-		msg = fmt.Sprintf("fetched: %s at %s", branch(repo), short(snap.Head))
+		msg = fmt.Sprintf("fetched: %s at %s", gitremote.Branch(repo), short(snap.Head))
 	}
 	conditions.Ready(&repo.Status.Conditions, repo.Generation, "Fetched", msg)
 }
@@ -24,13 +24,6 @@ func setFetchFailed(repo *v1alpha1.Repository, err error) {
 		return
 	}
 	conditions.Progressing(&repo.Status.Conditions, repo.Generation, reason, err.Error()+"; retrying")
-}
-
-func branch(repo *v1alpha1.Repository) string {
-	if repo.Spec.Git.Branch != "" {
-		return repo.Spec.Git.Branch
-	}
-	return "main"
 }
 
 func short(sha string) string {

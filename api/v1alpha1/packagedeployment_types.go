@@ -73,7 +73,8 @@ type PackageDeploymentStatus struct {
 	// SyncObject is the sync object in deployed-packages that deploys the package.
 	// +optional
 	SyncObject *SyncObjectReference `json:"syncObject,omitempty"`
-	// DeployedPackagesRevision is the deployed-packages revision that carries this pin.
+	// DeployedPackagesRevision is the first deployed-packages revision that carries this pin (later
+	// revisions that change other deployments keep carrying it).
 	// +optional
 	DeployedPackagesRevision int `json:"deployedPackagesRevision,omitempty"`
 }

@@ -34,6 +34,7 @@ type controllerOptions struct {
 	healthInterval   time.Duration
 	watchSelector    string
 	allowExec        bool
+	workers          int
 	reconcileTimeout time.Duration
 	zap              zap.Options
 }
@@ -56,6 +57,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
+	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
 	f.BoolVar(&o.allowExec, "allow-exec-functions", false, "let variant pipelines run exec: KRM functions on the controller's machine (they come from blueprint repositories: trust them first)")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -95,7 +97,7 @@ func runController(o controllerOptions) error {
 		leaderID = fmt.Sprintf("flotilla-%x.flotilla.dev", sum[:4])
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache: cache.Options{DefaultLabelSelector: sel},
+		Cache: cacheOptions(sel),
 		// A git server that hangs must not hold a worker forever.
 		Controller:              config.Controller{ReconciliationTimeout: o.reconcileTimeout},
 		Scheme:                  scheme.New(),
@@ -115,8 +117,15 @@ func runController(o controllerOptions) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec}); err != nil {
+	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec, Workers: o.workers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// cacheOptions are the reconcilers' cache settings, restricted to the shard's objects.
+func cacheOptions(sel labels.Selector) cache.Options {
+	opts := controller.CacheOptions()
+	opts.DefaultLabelSelector = sel
+	return opts
 }

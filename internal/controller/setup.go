@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
@@ -30,6 +31,20 @@ type Options struct {
 	HealthInterval time.Duration
 	// AllowExec lets variant pipelines run exec functions on the controller's machine.
 	AllowExec bool
+	// Workers is how many WorkloadClusters (publishes) and PackageDeployments are reconciled at
+	// once, each (default DefaultWorkers). PackageSets and Repositories have one worker each.
+	Workers int
+}
+
+// DefaultWorkers is the default of Options.Workers: publishing waits on git round trips, so a
+// few publishes in flight keep the CPU busy even on a small machine.
+const DefaultWorkers = 4
+
+// CacheOptions are the cache settings every manager running the reconcilers should use: managed
+// fields are dropped before objects are stored (no reconciler reads them, and they are a large
+// share of each cached deployment at fleet size).
+func CacheOptions() cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
@@ -39,11 +54,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
 	clients := &remotecluster.Clients{}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
-		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval},
+		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: store, Exec: specialize.ExecPolicy{Allow: opts.AllowExec}},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

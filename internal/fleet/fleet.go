@@ -58,16 +58,35 @@ type Outcome struct {
 	Wrote bool
 }
 
-// Publish renders the cluster's deployed-packages from pins and publishes it on the cluster
+// Rendered is a cluster's deployed-packages, rendered from its pins.
+type Rendered struct {
+	render.Package
+	// Digest identifies what Publish would write for the cluster: equal digests, equal trees. The
+	// controller uses it to skip a git round trip when nothing it would write has changed.
+	Digest string
+}
+
+// Render renders the cluster's deployed-packages from pins, for clusterRepo.
+func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin) (Rendered, error) {
+	pkg, err := render.DeployedPackages(cluster, pins)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("%w: %w", ErrRender, err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", clusterRepo.Spec.Git.URL, clusterRepo.Spec.Git.Branch, render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster)))
+	for _, name := range slices.Sorted(maps.Keys(pkg.Files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(pkg.Files[name]))
+		h.Write(pkg.Files[name])
+	}
+	return Rendered{Package: pkg, Digest: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Publish publishes the cluster's rendered deployed-packages (see Render) on the cluster
 // repository's branch (Automatic) or proposes it (Manual), approving a pending proposal first when
 // the cluster carries flotilla.dev/approve=v<N> for it. published is the cluster's current
 // revision (nil if unknown); proposal its pending proposal.
 func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
-	pins []render.Pin, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
-	pkg, err := render.DeployedPackages(cluster, pins)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("%w: %w", ErrRender, err)
-	}
+	pkg Rendered, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
 	path := render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster))
 	out := Outcome{Published: published, Proposal: proposal}
 
@@ -103,22 +122,6 @@ func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alp
 		out.Changes, out.Wrote = changes, true
 	}
 	return out, nil
-}
-
-// Digest identifies what Publish would write for the cluster: equal digests, equal trees. The
-// controller uses it to skip a git round trip when nothing it would write has changed.
-func Digest(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin) (string, error) {
-	pkg, err := render.DeployedPackages(cluster, pins)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrRender, err)
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", clusterRepo.Spec.Git.URL, clusterRepo.Spec.Git.Branch, render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster)))
-	for _, name := range slices.Sorted(maps.Keys(pkg.Files)) {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(pkg.Files[name]))
-		h.Write(pkg.Files[name])
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func pinsOf(p *v1alpha1.DeployedPackagesStatus) []v1alpha1.PublishedPin {

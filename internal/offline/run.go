@@ -68,7 +68,11 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	return fleet.Publish(ctx, git, remote, c, repo, pins, published, nil)
+	rendered, err := fleet.Render(c, repo, pins)
+	if err != nil {
+		return fleet.Outcome{}, err
+	}
+	return fleet.Publish(ctx, git, remote, c, repo, rendered, published, nil)
 }
 
 func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) ([]render.Pin, error) {

@@ -70,6 +70,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, build func()
 // against the refs the server advertises, which detects a concurrent push;
 // the server checks them again under its ref locks.
 func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec) error {
+	defer m.forget() // a push updates the mirror's refs too
 	err := m.remote(ep).PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
 		RefSpecs:   refspecs,

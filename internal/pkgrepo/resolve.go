@@ -43,6 +43,10 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 	if err := s.ensureFresh(ctx, m, ep); err != nil {
 		return Revision{}, err
 	}
+	key := pkg + "\x00" + revision
+	if rev, ok := m.resolved[key]; ok {
+		return rev, nil
+	}
 
 	revs, err := m.revisions(pkg)
 	if err != nil {
@@ -64,6 +68,10 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 	if err := m.checkKptfile(rev); err != nil {
 		return Revision{}, fmt.Errorf("%s: %s: %w", ep.display, rev.Tag, err)
 	}
+	if m.resolved == nil {
+		m.resolved = map[string]Revision{}
+	}
+	m.resolved[key] = rev
 	return rev, nil
 }
 

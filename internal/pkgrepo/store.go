@@ -65,6 +65,17 @@ type mirror struct {
 	repo       *git.Repository
 	fetched    time.Time // zero: never fetched by this process
 	credential string    // fingerprint of the credentials of the last fetch
+
+	// The mirror's refs and resolved revisions, kept in memory until its refs may have changed
+	// (a fetch that brought something, a push): reading loose refs from disk for every resolve is
+	// most of a resolve's cost, and a fleet resolves the same catalog tag once per deployment.
+	refCache map[plumbing.ReferenceName]plumbing.Hash
+	resolved map[string]Revision
+}
+
+// forget drops what the mirror keeps in memory about its refs.
+func (m *mirror) forget() {
+	m.refCache, m.resolved = nil, nil
 }
 
 // NewStore returns a Store keeping its mirrors under cacheDir.
@@ -165,6 +176,9 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 		Force:      true,
 		Auth:       ep.auth,
 	})
+	if !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		m.forget()
+	}
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
@@ -199,23 +213,36 @@ func (m *mirror) clearRefs() error {
 			return err
 		}
 	}
+	m.forget()
 	return nil
 }
 
 // refs returns the hash references whose name starts with prefix.
 func (m *mirror) refs(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	iter, err := m.repo.References()
-	if err != nil {
-		return nil, err
+	if m.refCache == nil {
+		iter, err := m.repo.References()
+		if err != nil {
+			return nil, err
+		}
+		all := map[plumbing.ReferenceName]plumbing.Hash{}
+		err = iter.ForEach(func(ref *plumbing.Reference) error {
+			if ref.Type() == plumbing.HashReference {
+				all[ref.Name()] = ref.Hash()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.refCache = all
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), prefix) {
-			out[ref.Name()] = ref.Hash()
+	for name, h := range m.refCache {
+		if strings.HasPrefix(name.String(), prefix) {
+			out[name] = h
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // head returns the sha of branch, zero when it does not exist.

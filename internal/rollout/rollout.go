@@ -45,6 +45,9 @@ type Input struct {
 type Decision struct {
 	Move   []string                // targets to pin to Desired now, sorted
 	Status *v1alpha1.RolloutStatus // the new status; nil for AllAtOnce
+	// Recheck, when not zero, is how long until the health timeout of an unavailable target runs
+	// out: the caller must call Next again by then even if no target changes.
+	Recheck time.Duration
 }
 
 // Done reports whether a status describes a rollout whose last step completed.
@@ -126,7 +129,11 @@ func rolling(in Input, targets []Target) Decision {
 				move = p.pending[:min(budget, len(p.pending))]
 			}
 			st.Message = progressMessage(st.Step, len(steps), p, move, in.Desired)
-			return Decision{Move: move, Status: st}
+			d := Decision{Move: move, Status: st}
+			if !p.deadline.IsZero() {
+				d.Recheck = max(p.deadline.Sub(in.Now), 0) + time.Second
+			}
+			return d
 		case st.Step == last:
 			st.Message = DoneMessage
 			return Decision{Status: st}
@@ -143,10 +150,11 @@ func rolling(in Input, targets []Target) Decision {
 
 // progress sorts the targets in scope of a step.
 type progress struct {
-	done        []string // at the revision and healthy
-	unavailable []string // at the revision, not healthy yet
-	pending     []string // not at the revision
-	failed      []string // unavailable for longer than the health timeout
+	done        []string  // at the revision and healthy
+	unavailable []string  // at the revision, not healthy yet
+	pending     []string  // not at the revision
+	failed      []string  // unavailable for longer than the health timeout
+	deadline    time.Time // when the first unavailable target that has not failed yet will
 }
 
 func classify(targets []Target, desired string, now time.Time, timeout time.Duration) progress {
@@ -161,8 +169,12 @@ func classify(targets []Target, desired string, now time.Time, timeout time.Dura
 			p.unavailable = append(p.unavailable, t.Name)
 			// Without a known pin time there is nothing to count from: the target stays
 			// unavailable (and holds the step) rather than failing at once.
-			if !t.Since.IsZero() && now.Sub(t.Since) > timeout {
+			switch end := t.Since.Add(timeout); {
+			case t.Since.IsZero():
+			case now.After(end):
 				p.failed = append(p.failed, t.Name)
+			case p.deadline.IsZero() || end.Before(p.deadline):
+				p.deadline = end
 			}
 		}
 	}

@@ -310,3 +310,24 @@ func TestNextLeavesItsInputAlone(t *testing.T) {
 		t.Error("targets reordered")
 	}
 }
+
+// While targets are unavailable, the decision says when the first health timeout runs out, so
+// the caller looks again then even if no target reports anything.
+func TestRecheckAtTheFirstHealthTimeout(t *testing.T) {
+	strategy := rollingUpdate(5*time.Minute, v1alpha1.RolloutStep{MaxUnavailable: unavailable(2)})
+	pinned := func(name string, ago time.Duration) Target {
+		return Target{Name: name, Current: "app/v2", Since: t0.Add(-ago)}
+	}
+	got := Next(Input{Strategy: strategy, Desired: "app/v2", Now: t0,
+		Targets: []Target{pinned("a", time.Minute), pinned("b", 3*time.Minute), at("c", "app/v1", nil)}})
+	if want := 2*time.Minute + time.Second; got.Recheck != want {
+		t.Errorf("Recheck = %s, want %s (b's timeout, the earlier, plus a second)", got.Recheck, want)
+	}
+	// All healthy: nothing to wait for.
+	healthy := pinned("a", time.Minute)
+	healthy.Healthy = true
+	got = Next(Input{Strategy: strategy, Desired: "app/v2", Now: t0, Targets: []Target{healthy}})
+	if got.Recheck != 0 {
+		t.Errorf("Recheck = %s for a finished rollout, want 0", got.Recheck)
+	}
+}

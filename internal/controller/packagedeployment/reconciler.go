@@ -36,6 +36,8 @@ type Reconciler struct {
 	Clients *remotecluster.Clients
 	// HealthInterval is how often health is re-read from a workload cluster (default 10s).
 	HealthInterval time.Duration
+	// Workers is how many deployments are reconciled at once (at least 1).
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch

@@ -4,11 +4,14 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 )
 
@@ -16,39 +19,46 @@ import (
 // cluster changes (status: what is published) and when a repository it reads changes (new tags).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.PackageDeployment{}).
+		For(&v1alpha1.PackageDeployment{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("packagedeployment").
 		Complete(r)
 }
 
 func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.lookup(ctx, o.GetNamespace(), index.DeploymentCluster, o.GetName())
+	return r.lookup(ctx, o.GetNamespace(), index.DeploymentCluster, o.GetName(), nil)
 }
 
 // forRepository finds the deployments that read from the repository: named explicitly or
-// resolved there, or using it as their cluster's default.
+// resolved there, or using it as their cluster's default (only those that name no repository:
+// a cluster repository changes with every publish, which concerns none of the others).
 func (r *Reconciler) forRepository(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs := r.lookup(ctx, o.GetNamespace(), index.DeploymentRepository, o.GetName())
+	reqs := r.lookup(ctx, o.GetNamespace(), index.DeploymentRepository, o.GetName(), nil)
 	var clusters v1alpha1.WorkloadClusterList
-	if err := r.Client.List(ctx, &clusters, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClusterRepository: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClusterRepository: o.GetName()},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return reqs
 	}
+	defaulted := func(pd *v1alpha1.PackageDeployment) bool { return pd.Spec.Package.Repository == nil }
 	for _, c := range clusters.Items {
-		reqs = append(reqs, r.lookup(ctx, o.GetNamespace(), index.DeploymentCluster, c.Name)...)
+		reqs = append(reqs, r.lookup(ctx, o.GetNamespace(), index.DeploymentCluster, c.Name, defaulted)...)
 	}
 	return reqs
 }
 
-func (r *Reconciler) lookup(ctx context.Context, namespace, field, value string) []reconcile.Request {
+// lookup lists the deployments whose indexed field has value (and that keep holds for, when set).
+func (r *Reconciler) lookup(ctx context.Context, namespace, field, value string, keep func(*v1alpha1.PackageDeployment) bool) []reconcile.Request {
 	var list v1alpha1.PackageDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{field: value}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, pd := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pd)})
+	for i := range list.Items {
+		if keep == nil || keep(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }

@@ -3,6 +3,10 @@ package packagedeployment
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
@@ -41,10 +45,17 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		conditions.Progressing(&pd.Status.Conditions, gen, "Resolving", "resolving the package revision")
 		return
 	case got == want.Tag:
-		dp := cluster.Status.DeployedPackages
-		pd.Status.DeployedPackagesRevision = dp.Revision
-		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, true, "Published", fmt.Sprintf("%s pinned in %s", want.Tag, dp.Tag))
-		conditions.Ready(&pd.Status.Conditions, gen, "Published", fmt.Sprintf("%s pinned in %s", want.Tag, dp.Tag))
+		// Keep the first revision that carried the pin: a later revision of the cluster's
+		// deployed-packages (another deployment changed) is no change to this deployment, and
+		// rewriting every deployment of a cluster on each publish would multiply status writes.
+		msg, ok := publishedSince(pd, want.Tag)
+		if !ok {
+			dp := cluster.Status.DeployedPackages
+			pd.Status.DeployedPackagesRevision = dp.Revision
+			msg = fmt.Sprintf("%s pinned in %s", want.Tag, dp.Tag)
+		}
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, true, "Published", msg)
+		conditions.Ready(&pd.Status.Conditions, gen, "Published", msg)
 	case cluster.Spec.Approval == v1alpha1.ApprovalManual && cluster.Status.Proposal != nil:
 		p := cluster.Status.Proposal
 		msg := fmt.Sprintf("%s waits for approval of %s: flotilla approve %s (or annotate it %s=v%d)", want.Tag, p.Branch, cluster.Name, v1alpha1.AnnotationApprove, p.Revision)
@@ -56,6 +67,16 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		conditions.Progressing(&pd.Status.Conditions, gen, "Publishing", msg)
 	}
 	pd.Status.ObservedGeneration = gen
+}
+
+// publishedSince returns the Published message of pd when it already says that tag is pinned, in
+// the revision recorded in status.deployedPackagesRevision.
+func publishedSince(pd *v1alpha1.PackageDeployment, tag string) (string, bool) {
+	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionPublished)
+	if c == nil || c.Status != metav1.ConditionTrue || pd.Status.DeployedPackagesRevision == 0 || !strings.HasPrefix(c.Message, tag+" pinned in ") {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // setSynced reports what the workload cluster's agent says of the pin.

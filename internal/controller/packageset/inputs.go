@@ -24,7 +24,7 @@ func (r *Reconciler) inputs(ctx context.Context, set *v1alpha1.PackageSet) (gene
 	}
 	in := generate.Inputs{Set: set}
 	var clusters v1alpha1.WorkloadClusterList
-	if err := r.Client.List(ctx, &clusters, client.InNamespace(set.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(set.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list clusters: %w", err)
 	}
 	for _, c := range clusters.Items {

@@ -92,6 +92,8 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target, pkg v1alpha1.Packag
 			Labels:          labels,
 			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(set)},
+			// Created with the finalizer the PackageDeployment reconciler would add: one write less.
+			Finalizers: []string{v1alpha1.FinalizerPackageDeployment},
 		},
 		Spec: v1alpha1.PackageDeploymentSpec{
 			Cluster:        v1alpha1.LocalObjectReference{Name: t.Cluster},

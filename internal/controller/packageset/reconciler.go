@@ -82,7 +82,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, r.reconcileDelete(ctx, set, owned)
 	}
-	owned, err := r.owned(ctx, r.Client, set)
+	// The cache's deployments are only read (updates are planned on copies): no deep copy of
+	// every deployment of the set on each reconcile.
+	owned, err := r.owned(ctx, r.Client, set, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -102,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setEmptyGuard(set, len(owned))
 		return ctrl.Result{}, nil
 	}
-	revs, rollout := decide(in, owned, result, r.now())
+	revs, rollout, recheck := decide(in, owned, result, r.now())
 	set.Status.Rollout = rollout
 	if set.Spec.Variant != nil {
 		if result, err = r.variants(ctx, in, result, revs); err != nil {
@@ -117,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	result.Problems = append(result.Problems, conflicts...)
 	setProgress(set, result, owned)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -128,9 +130,10 @@ func (r *Reconciler) now() time.Time {
 }
 
 // owned lists the deployments the set generated.
-func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alpha1.PackageSet) ([]v1alpha1.PackageDeployment, error) {
+func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alpha1.PackageSet, opts ...client.ListOption) ([]v1alpha1.PackageDeployment, error) {
 	var list v1alpha1.PackageDeploymentList
-	if err := reader.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+	opts = append(opts, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name})
+	if err := reader.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list deployments of %s: %w", set.Name, err)
 	}
 	out := list.Items[:0]

@@ -23,14 +23,16 @@ type revisions map[string]v1alpha1.PackageReference
 // decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
 // pins to the exact blueprint revision only the targets the rollout moved, and keeps the others
 // where they are.
-func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (revisions, *v1alpha1.RolloutStatus) {
+// The duration is when to look again without an event (0: not needed): a rollout waiting for
+// targets to become healthy must halt when their health timeout runs out.
+func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (revisions, *v1alpha1.RolloutStatus, time.Duration) {
 	set, up := in.Set, in.Upstream
 	revs := revisions{}
 	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
 		for _, t := range result.Targets {
 			revs[t.Name] = set.Spec.Package
 		}
-		return revs, nil
+		return revs, nil, 0
 	}
 	pinned := func(rev string) v1alpha1.PackageReference {
 		ref := *set.Spec.Package.DeepCopy()
@@ -77,7 +79,7 @@ func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	for _, name := range d.Move {
 		revs[name] = pinned(fmt.Sprintf("v%d", up.Number))
 	}
-	return revs, d.Status
+	return revs, d.Status, d.Recheck
 }
 
 // healthy reports whether a deployment has its revision applied: Synced when the cluster reports

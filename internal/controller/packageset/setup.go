@@ -2,10 +2,10 @@ package packageset
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,27 +17,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/generate"
 )
 
 type cacheSource = cache.Cache
 
+// deploymentDelay coalesces the events of a set's deployments (thousands in a rollout, one per
+// status write) into at most one reconcile of the set per delay: each reconcile reads all of them.
+const deploymentDelay = 2 * time.Second
+
 // SetupWithManager registers the reconciler. A set is reconciled when it changes, when a
-// deployment it owns changes, when a cluster it selects (or selected) changes its labels or spec,
-// when its blueprint repository changes, and when an object its objects generator reads changes:
-// never for events that cannot affect it.
+// deployment it owns changes (at most once per deploymentDelay), when a cluster it selects (or
+// selected) changes its labels or spec, when its blueprint repository changes, and when an object
+// its objects generator reads changes: never for events that cannot affect it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.cache = mgr.GetCache()
 	clusterChange := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.PackageSet{}).
-		Owns(&v1alpha1.PackageDeployment{}).
+		For(&v1alpha1.PackageSet{}, builder.WithPredicates(enqueue.NotStatusOnly())).
+		Watches(&v1alpha1.PackageDeployment{}, enqueue.Coalesced(ownerSet, deploymentDelay)).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster), builder.WithPredicates(clusterChange)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
 		Named("packageset").
 		Build(r)
 	r.controller = c
 	return err
+}
+
+// ownerSet maps a deployment to the set that controls it.
+func ownerSet(_ context.Context, o client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "PackageSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
 }
 
 // watchKind starts, once per kind, a watch on the objects an objects generator reads.
@@ -65,7 +80,8 @@ func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcil
 	cluster := o.(*v1alpha1.WorkloadCluster)
 	sets := map[string]bool{}
 	var deployments v1alpha1.PackageDeploymentList
-	if err := r.Client.List(ctx, &deployments, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name}); err == nil {
+	if err := r.Client.List(ctx, &deployments, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name},
+		client.UnsafeDisableDeepCopy); err == nil {
 		for _, pd := range deployments.Items {
 			if s := pd.Labels[v1alpha1.LabelPackageSet]; s != "" {
 				sets[s] = true
@@ -75,34 +91,12 @@ func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcil
 	var list v1alpha1.PackageSetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace)); err == nil {
 		for i := range list.Items {
-			if mayTarget(&list.Items[i], cluster) {
+			if generate.MayTarget(&list.Items[i], cluster.Name, cluster.Labels) {
 				sets[list.Items[i].Name] = true
 			}
 		}
 	}
 	return requests(cluster.Namespace, sets)
-}
-
-// mayTarget reports whether the set's generator could yield the cluster.
-func mayTarget(set *v1alpha1.PackageSet, cluster *v1alpha1.WorkloadCluster) bool {
-	for _, leaf := range append([]v1alpha1.LeafGenerator{set.Spec.Targets.LeafGenerator}, set.Spec.Targets.Matrix...) {
-		switch {
-		case leaf.Clusters != nil:
-			sel, err := metav1.LabelSelectorAsSelector(&leaf.Clusters.Selector)
-			if err != nil || sel.Matches(labels.Set(cluster.Labels)) {
-				return true
-			}
-		case leaf.Objects != nil:
-			return true // the cluster may be the one an object names
-		default:
-			for _, e := range leaf.List {
-				if e.Cluster == cluster.Name {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // forRepository finds the sets whose blueprint lives in the repository (new tags).

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/patch"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -73,5 +75,5 @@ func interval(repo *v1alpha1.Repository) time.Duration {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}).Named("repository").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly())).Named("repository").Complete(r)
 }

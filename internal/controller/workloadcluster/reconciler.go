@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/bootstrap"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
@@ -36,6 +38,8 @@ type Reconciler struct {
 	Events    events.EventRecorder
 	// Clients reach workload clusters that have spec.kubeConfigSecretRef.
 	Clients *remotecluster.Clients
+	// Workers is how many clusters are reconciled (published) at once (at least 1).
+	Workers int
 
 	// published remembers, per cluster, the digest of what was last published and when, so a
 	// reconcile that would write the same tree skips the git round trip (at most verifyEvery).
@@ -57,7 +61,7 @@ const bootstrapResync = 10 * time.Minute
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=get;patch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments;repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments;repositories;packagesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile publishes the cluster's deployed-packages.
@@ -96,20 +100,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
 	}
-	pins, err := r.pins(ctx, cluster)
+	pins, pending, err := r.pins(ctx, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	digest, err := fleet.Digest(cluster, repo, pins)
+	if pending > 0 {
+		// A deployment was created or changed and not resolved yet: its status write brings the
+		// cluster back, and one publish then carries all of them instead of one per deployment.
+		return ctrl.Result{RequeueAfter: pendingRecheck}, nil
+	}
+	if sets, err := r.setsPending(ctx, cluster); err != nil || sets > 0 {
+		// A PackageSet that may target the cluster is still writing its deployments: wait for
+		// them, so a new set (or a fleet starting cold) is one commit per cluster, not one per set.
+		return ctrl.Result{RequeueAfter: setsRecheck}, err
+	}
+	rendered, err := fleet.Render(cluster, repo, pins)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
 	}
-	if r.upToDate(cluster, digest) {
+	if r.upToDate(cluster, rendered.Digest) {
 		return r.afterPublish(ctx, cluster, repo, pins)
 	}
 	start := time.Now()
-	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, pins, cluster.Status.DeployedPackages, cluster.Status.Proposal)
+	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, rendered, cluster.Status.DeployedPackages, cluster.Status.Proposal)
 	metrics.PublishSeconds.Observe(time.Since(start).Seconds())
 	cluster.Status.DeployedPackages, cluster.Status.Proposal = out.Published, out.Proposal
 	if err != nil {
@@ -123,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.recordEvent(cluster, out)
 	setPublished(cluster, out)
 	if out.Proposal == nil {
-		r.remember(cluster, digest)
+		r.remember(cluster, rendered.Digest)
 	}
 	return r.afterPublish(ctx, cluster, repo, pins)
 }
@@ -174,30 +188,78 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	return err
 }
 
-// pins collects the resolved pins of the cluster's deployments that are not being deleted.
-func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
+// pendingRecheck is how long a cluster waits for a deployment the PackageDeployment reconciler
+// has not looked at yet before it checks again (the deployment's status write normally brings
+// it back much sooner).
+const pendingRecheck = 30 * time.Second
+
+// pins collects the resolved pins of the cluster's deployments that are not being deleted, and
+// counts the deployments whose current generation the PackageDeployment reconciler has not
+// processed yet (a new deployment, or a changed revision, still resolving).
+func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, int, error) {
 	var list v1alpha1.PackageDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name}); err != nil {
-		return nil, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
+	// The cache's objects are only read here, and the pins keep pointers to them for rendering.
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return nil, 0, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
 	}
 	repos := map[string]*v1alpha1.Repository{}
 	var pins []render.Pin
+	pending := 0
 	for i := range list.Items {
 		pd := &list.Items[i]
-		if !pd.DeletionTimestamp.IsZero() || pd.Status.Resolved == nil {
+		if !pd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if resolving(pd) {
+			pending++
+		}
+		if pd.Status.Resolved == nil {
 			continue
 		}
 		name := pd.Status.Resolved.Repository
 		if repos[name] == nil {
 			repo, err := r.repository(ctx, cluster.Namespace, name)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			repos[name] = repo
 		}
 		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repos[name]), Branch: gitremote.Branch(repos[name]), Resolved: *pd.Status.Resolved})
 	}
-	return pins, nil
+	return pins, pending, nil
+}
+
+// setsRecheck is how often a cluster looks again while a PackageSet that may target it has not
+// finished reconciling its current generation (the set's reconciler does not enqueue clusters).
+const setsRecheck = 2 * time.Second
+
+// setsPending counts the PackageSets in the cluster's namespace that may target it and whose
+// reconciler has not processed their current generation yet.
+func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (int, error) {
+	var sets v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(cluster.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("list PackageSets: %w", err)
+	}
+	n := 0
+	for i := range sets.Items {
+		set := &sets.Items[i]
+		c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionReady)
+		if (c == nil || c.ObservedGeneration != set.Generation) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// resolving reports whether the PackageDeployment reconciler has yet to process pd's current
+// generation: it sets Ready for the generation it saw, whether resolving succeeded or not.
+func resolving(pd *v1alpha1.PackageDeployment) bool {
+	if pd.Spec.Suspend {
+		return false
+	}
+	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionReady)
+	return c == nil || c.ObservedGeneration != pd.Generation
 }
 
 var errRepositoryNotFound = errors.New("repository not found")

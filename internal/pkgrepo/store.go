@@ -23,10 +23,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // DefaultRefreshInterval is how old a mirror may be before a read fetches.
@@ -55,7 +58,13 @@ type Store struct {
 
 	mu      sync.Mutex
 	mirrors map[string]*mirror
+	// objects caches decoded git objects for all mirrors at once (objects are named by their
+	// content, so one cache serves every repository), bounding memory at any number of mirrors.
+	objects cache.Object
 }
+
+// ObjectCacheSize bounds the decoded git objects a Store keeps in memory, all mirrors together.
+const ObjectCacheSize = 64 * cache.MiByte
 
 // mirror is the local copy of one remote. mu guards everything in it,
 // including the on-disk repository.
@@ -82,7 +91,7 @@ func (m *mirror) forget() {
 func NewStore(cacheDir string) *Store {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &Store{dir: cacheDir, key: key, now: time.Now, mirrors: map[string]*mirror{}}
+	return &Store{dir: cacheDir, key: key, now: time.Now, mirrors: map[string]*mirror{}, objects: cache.NewObjectLRU(ObjectCacheSize)}
 }
 
 // Snapshot is the state of a remote after a fetch.
@@ -125,7 +134,7 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 
 	m.mu.Lock()
 	if m.repo == nil {
-		if err := m.open(); err != nil {
+		if err := m.open(s.objects); err != nil {
 			m.mu.Unlock()
 			return nil, endpoint{}, nil, fmt.Errorf("open mirror of %s: %w", ep.display, err)
 		}
@@ -134,17 +143,20 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 }
 
 // open opens the mirror's bare repository, creating it (or recreating it
-// when it is unreadable: it is only a cache).
-func (m *mirror) open() error {
-	repo, err := git.PlainOpen(m.dir)
-	if err == nil {
-		m.repo = repo
-		return nil
+// when it is unreadable: it is only a cache). objects is the Store's shared
+// object cache.
+func (m *mirror) open(objects cache.Object) error {
+	storage := func() *filesystem.Storage { return filesystem.NewStorage(osfs.New(m.dir), objects) }
+	if _, err := os.Stat(m.dir); err == nil {
+		if repo, err := git.Open(storage(), nil); err == nil {
+			m.repo = repo
+			return nil
+		}
 	}
 	if err := os.RemoveAll(m.dir); err != nil {
 		return err
 	}
-	repo, err = git.PlainInit(m.dir, true)
+	repo, err := git.Init(storage(), nil)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,13 @@ package packageset
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -145,32 +148,61 @@ func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alp
 	return out, nil
 }
 
-// apply writes the planned changes: creations and updates first, deletions last. A name taken by
-// a deployment the set does not own is a conflict, never overwritten.
+// applyWorkers bounds the writes a set makes at once: a new set over thousands of clusters
+// creates thousands of deployments, and one at a time that is thousands of API round trips.
+const applyWorkers = 8
+
+// apply writes the planned changes: creations and updates first, deletions last, each group
+// applyWorkers at a time. A name taken by a deployment the set does not own is a conflict, never
+// overwritten. The first error stops the writes not started yet.
 func (r *Reconciler) apply(ctx context.Context, c changes) ([]generate.Problem, error) {
+	var mu sync.Mutex
 	var conflicts []generate.Problem
-	for _, pd := range c.create {
+	create := func(ctx context.Context, pd *v1alpha1.PackageDeployment) error {
 		err := r.Client.Create(ctx, pd)
 		if apierrors.IsAlreadyExists(err) {
+			mu.Lock()
+			defer mu.Unlock()
 			conflicts = append(conflicts, generate.Problem{Target: pd.Annotations[AnnotationTarget],
 				Message: fmt.Sprintf("PackageDeployment %s already exists and is not owned by this set: rename one of them (template.nameExpr)", pd.Name)})
-			continue
+			return nil
 		}
 		if err != nil {
-			return conflicts, fmt.Errorf("create deployment %s: %w", pd.Name, err)
+			return fmt.Errorf("create deployment %s: %w", pd.Name, err)
 		}
+		return nil
 	}
-	for _, pd := range c.update {
+	update := func(ctx context.Context, pd *v1alpha1.PackageDeployment) error {
 		if err := r.Client.Update(ctx, pd); err != nil {
-			return conflicts, fmt.Errorf("update deployment %s: %w", pd.Name, err)
+			return fmt.Errorf("update deployment %s: %w", pd.Name, err)
 		}
+		return nil
 	}
-	for _, pd := range c.delete {
+	remove := func(ctx context.Context, pd *v1alpha1.PackageDeployment) error {
 		if err := r.Client.Delete(ctx, pd); client.IgnoreNotFound(err) != nil {
-			return conflicts, fmt.Errorf("delete deployment %s: %w", pd.Name, err)
+			return fmt.Errorf("delete deployment %s: %w", pd.Name, err)
 		}
+		return nil
 	}
-	return conflicts, nil
+	err := each(ctx, c.create, create)
+	slices.SortFunc(conflicts, func(a, b generate.Problem) int { return strings.Compare(a.Target, b.Target) })
+	if err != nil {
+		return conflicts, err
+	}
+	if err := each(ctx, c.update, update); err != nil {
+		return conflicts, err
+	}
+	return conflicts, each(ctx, c.delete, remove)
+}
+
+// each runs fn on every deployment, applyWorkers at a time, and returns the first error.
+func each(ctx context.Context, pds []*v1alpha1.PackageDeployment, fn func(context.Context, *v1alpha1.PackageDeployment) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyWorkers)
+	for _, pd := range pds {
+		g.Go(func() error { return fn(ctx, pd) })
+	}
+	return g.Wait()
 }
 
 // reconcileDelete applies the set's deletion policy to its deployments, then releases the set:

@@ -112,7 +112,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if sets, err := r.setsPending(ctx, cluster); err != nil || sets > 0 {
 		// A PackageSet that may target the cluster is still writing its deployments: wait for
 		// them, so a new set (or a fleet starting cold) is one commit per cluster, not one per set.
-		return ctrl.Result{RequeueAfter: setsRecheck}, err
+		// The set's status brings the cluster back when it is done (see forSet).
+		return ctrl.Result{RequeueAfter: pendingRecheck}, err
 	}
 	rendered, err := fleet.Render(cluster, repo, pins)
 	if err != nil {
@@ -188,9 +189,9 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	return err
 }
 
-// pendingRecheck is how long a cluster waits for a deployment the PackageDeployment reconciler
-// has not looked at yet before it checks again (the deployment's status write normally brings
-// it back much sooner).
+// pendingRecheck is how long a cluster waits for a deployment or PackageSet their reconcilers
+// have not processed yet before it checks again (their status writes normally bring it back much
+// sooner).
 const pendingRecheck = 30 * time.Second
 
 // pins collects the resolved pins of the cluster's deployments that are not being deleted, and
@@ -230,10 +231,6 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 	return pins, pending, nil
 }
 
-// setsRecheck is how often a cluster looks again while a PackageSet that may target it has not
-// finished reconciling its current generation (the set's reconciler does not enqueue clusters).
-const setsRecheck = 2 * time.Second
-
 // setsPending counts the PackageSets in the cluster's namespace that may target it and whose
 // reconciler has not processed their current generation yet.
 func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (int, error) {
@@ -244,12 +241,18 @@ func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.Workload
 	n := 0
 	for i := range sets.Items {
 		set := &sets.Items[i]
-		c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionReady)
-		if (c == nil || c.ObservedGeneration != set.Generation) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
+		if !processed(set) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// processed reports whether the PackageSet reconciler has processed the set's current generation
+// (it sets Ready for the generation it saw, whatever the outcome).
+func processed(set *v1alpha1.PackageSet) bool {
+	c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.ObservedGeneration == set.Generation
 }
 
 // resolving reports whether the PackageDeployment reconciler has yet to process pd's current

@@ -8,11 +8,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
+	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 )
 
@@ -20,13 +23,15 @@ import (
 const deploymentDelay = time.Second
 
 // SetupWithManager registers the reconciler: a cluster is reconciled when it changes, when one of
-// its deployments changes (at most once per deploymentDelay), and when its repository changes.
+// its deployments changes (at most once per deploymentDelay), when its repository changes, and
+// when a PackageSet that may target it has written its deployments for a new generation.
 // Workers publish to different clusters in parallel; one cluster is never reconciled twice at once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WorkloadCluster{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.PackageDeployment{}, enqueue.Coalesced(forDeployment, deploymentDelay)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		Watches(&v1alpha1.PackageSet{}, handler.EnqueueRequestsFromMapFunc(r.forSet), builder.WithPredicates(setDone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("workloadcluster").
 		Complete(r)
@@ -39,12 +44,38 @@ func forDeployment(_ context.Context, o client.Object) []reconcile.Request {
 
 func (r *Reconciler) forRepository(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1alpha1.WorkloadClusterList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClusterRepository: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClusterRepository: o.GetName()},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, c := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}
+
+// setDone passes the events after which clusters waiting for a PackageSet may go on: it finished
+// processing a generation, or it is gone.
+var setDone = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !processed(e.ObjectOld.(*v1alpha1.PackageSet)) && processed(e.ObjectNew.(*v1alpha1.PackageSet))
+	},
+}
+
+// forSet finds the clusters the set may target.
+func (r *Reconciler) forSet(ctx context.Context, o client.Object) []reconcile.Request {
+	set := o.(*v1alpha1.PackageSet)
+	var list v1alpha1.WorkloadClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(set.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if c := &list.Items[i]; generate.MayTarget(set, c.Name, c.Labels) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
 	}
 	return reqs
 }

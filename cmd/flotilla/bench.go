@@ -33,7 +33,7 @@ the local mode (flotilla render) publishing the same fleet. It prints progress, 
 				return err
 			}
 			o.Controller = []string{exe, "bench", "controller"}
-			for _, p := range []*string{&o.CPUProfile, &o.MemProfile} {
+			for _, p := range []*string{&o.CPUProfile, &o.MemProfile, &o.APIServerCPUProfile} {
 				if *p != "" {
 					if *p, err = filepath.Abs(*p); err != nil {
 						return err
@@ -63,6 +63,8 @@ the local mode (flotilla render) publishing the same fleet. It prints progress, 
 	f.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write the controller's CPU profile to this file (go tool pprof)")
 	f.StringVar(&o.MemProfile, "memprofile", "", "write the controller's heap profile, taken when it stops, to this file")
+	f.StringVar(&o.APIServerCPUProfile, "apiserver-cpuprofile", "", "write kube-apiserver's CPU profile over the start of the cold phase to this file (go tool pprof)")
+	f.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 60, "how many seconds of the cold phase --apiserver-cpuprofile covers")
 	f.DurationVar(&o.ProgressInterval, "progress", 0, "how often to print progress (default 5s)")
 	cmd.AddCommand(profiledControllerCmd())
 	return cmd

@@ -38,6 +38,10 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
 	// --memprofile.
 	CPUProfile, MemProfile string
+	// APIServerCPUProfile, when set, receives a CPU profile of kube-apiserver over the first
+	// APIServerProfileSeconds (default 60) of the cold phase.
+	APIServerCPUProfile     string
+	APIServerProfileSeconds int
 	// Progress receives progress lines every ProgressInterval (default 5s); nil: none.
 	Progress         io.Writer
 	ProgressInterval time.Duration

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,7 +54,11 @@ func (b *run) run(ctx context.Context) error {
 	}()
 	r := b.report
 	var err error
+	profiled := b.profileAPIServer(ctx)
 	r.Cold, err = b.phase(ctx, "cold", phaseCold, b.startController)
+	if perr := <-profiled; perr != nil && err == nil {
+		err = perr
+	}
 	if b.ctrl != nil {
 		defer func() { _ = b.ctrl.stop() }() // on failure; a success stops it below
 	}
@@ -174,4 +180,33 @@ func (b *run) cacheDir() string { return filepath.Join(b.dir, "controller-cache"
 
 func (b *run) progressf(format string, args ...any) {
 	fmt.Fprintf(b.o.Progress, "[%6.1fs] "+format+"\n", append([]any{time.Since(b.start).Seconds()}, args...)...)
+}
+
+// profileAPIServer writes a CPU profile of kube-apiserver (its /debug/pprof/profile endpoint) over
+// the start of the cold phase, when asked to; the channel yields the outcome once written.
+func (b *run) profileAPIServer(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	if b.o.APIServerCPUProfile == "" {
+		done <- nil
+		return done
+	}
+	seconds := b.o.APIServerProfileSeconds
+	if seconds <= 0 {
+		seconds = 60
+	}
+	go func() {
+		cs, err := kubernetes.NewForConfig(b.env.Config)
+		if err != nil {
+			done <- err
+			return
+		}
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+		if err != nil {
+			done <- fmt.Errorf("profile kube-apiserver: %w", err)
+			return
+		}
+		done <- os.WriteFile(b.o.APIServerCPUProfile, data, 0o644)
+	}()
+	return done
 }

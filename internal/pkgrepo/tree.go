@@ -129,6 +129,16 @@ func writeBlob(s storer.EncodedObjectStorer, data []byte) (plumbing.Hash, error)
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
+	return store(s, obj)
+}
+
+// store writes obj unless the repository has it already: most blobs and trees of a new
+// deployed-packages revision are those of the previous one, and writing a loose object (a
+// temporary file, then a rename) costs far more than checking for it.
+func store(s storer.EncodedObjectStorer, obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	if h := obj.Hash(); s.HasEncodedObject(h) == nil {
+		return h, nil
+	}
 	return s.SetEncodedObject(obj)
 }
 
@@ -147,7 +157,7 @@ func writeTree(s storer.EncodedObjectStorer, entries []object.TreeEntry) (plumbi
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return s.SetEncodedObject(obj)
+	return store(s, obj)
 }
 
 // subtree returns the hash of directory p in tree root, zero when root is

@@ -19,6 +19,9 @@ const (
 	DeploymentRepository = "packageRepository"
 	// ClusterRepository indexes WorkloadClusters by spec.repository.name.
 	ClusterRepository = "spec.repository.name"
+	// DeploymentSet indexes PackageDeployments by their flotilla.dev/packageset label: a set
+	// reads its own deployments without scanning every deployment of the namespace.
+	DeploymentSet = "packageSet"
 	// SetRepository indexes PackageSets by their blueprint's repository.
 	SetRepository = "spec.package.repository.name"
 )
@@ -32,6 +35,14 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 		return err
 	}
 	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentRepository, deploymentRepositories); err != nil {
+		return err
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentSet, func(o client.Object) []string {
+		if s := o.GetLabels()[v1alpha1.LabelPackageSet]; s != "" {
+			return []string{s}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := fi.IndexField(ctx, &v1alpha1.PackageSet{}, SetRepository, func(o client.Object) []string {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
@@ -79,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !set.DeletionTimestamp.IsZero() {
 		// Read past the cache: a deployment created a moment ago must not be missed, or it would
 		// be left to the garbage collector.
-		owned, err := r.owned(ctx, r.APIReader, set)
+		owned, err := r.owned(ctx, r.APIReader, set, client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -87,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The cache's deployments are only read (updates are planned on copies): no deep copy of
 	// every deployment of the set on each reconcile.
-	owned, err := r.owned(ctx, r.Client, set, client.UnsafeDisableDeepCopy)
+	owned, err := r.owned(ctx, r.Client, set, client.MatchingFields{index.DeploymentSet: set.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,11 +133,11 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// owned lists the deployments the set generated.
-func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alpha1.PackageSet, opts ...client.ListOption) ([]v1alpha1.PackageDeployment, error) {
+// owned lists the deployments the set generated; selection picks them by the set's label (an
+// index in the cache, a label selector in the API).
+func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alpha1.PackageSet, selection ...client.ListOption) ([]v1alpha1.PackageDeployment, error) {
 	var list v1alpha1.PackageDeploymentList
-	opts = append(opts, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name})
-	if err := reader.List(ctx, &list, opts...); err != nil {
+	if err := reader.List(ctx, &list, append(selection, client.InNamespace(set.Namespace))...); err != nil {
 		return nil, fmt.Errorf("list deployments of %s: %w", set.Name, err)
 	}
 	out := list.Items[:0]

@@ -15,8 +15,8 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
-	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/generate"
 )
 
 // deploymentDelay coalesces a burst of deployment events into one reconcile of their cluster.

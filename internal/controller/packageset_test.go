@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gittest"
 )
 
 // clusters creates WorkloadClusters with labels, all using the repository edge01.
@@ -161,4 +163,49 @@ func TestPackageSetInvalidExpression(t *testing.T) {
 		g.Expect(set.Status.Problems[0].Message).To(ContainSubstring("target.labels.pool"))
 		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
 	}, 20*time.Second).Should(Succeed())
+}
+
+// Two new sets that target one cluster publish one deployed-packages revision carrying both, not
+// one per set (the cluster's first, empty revision aside); bumping one set publishes one more revision, and the other set's deployment keeps
+// the revision that first carried its pin.
+func TestPackageSetsPublishOnceForTheirCluster(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	list := v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{List: []v1alpha1.ListElement{{Cluster: "edge01"}}}}
+	web := f.packageSet("web", list)
+	f.packageSet("crds", list, func(s *v1alpha1.PackageSet) { s.Spec.Package.Name, s.Spec.Package.Revision = "crds", "v1" })
+
+	f.clusterWith(ConsistOf(
+		v1alpha1.PublishedPin{Deployment: "web-edge01", Tag: "nginx-hello/v2"},
+		v1alpha1.PublishedPin{Deployment: "crds-edge01", Tag: "crds/v1"},
+	))
+	g := f.g
+	published := func() []string {
+		var out []string
+		for tag := range gittest.Tags(t, f.edge) {
+			if strings.Contains(tag, "deployed-packages/") {
+				out = append(out, tag)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	// v1 is the empty deployed-packages of the new cluster; v2 carries both sets.
+	g.Consistently(published, "3s").Should(Equal([]string{"deployed-packages/v1", "deployed-packages/v2"}))
+
+	f.update(web, func() { web.Spec.Package.Revision = "v3" })
+	f.clusterWith(ContainElement(v1alpha1.PublishedPin{Deployment: "web-edge01", Tag: "nginx-hello/v3"}))
+	g.Consistently(published, "3s").Should(Equal([]string{"deployed-packages/v1", "deployed-packages/v2", "deployed-packages/v3"}))
+
+	revisionOf := func(name string) func() int {
+		return func() int {
+			pd := &v1alpha1.PackageDeployment{}
+			g.Expect(env.Client.Get(f.ctx, f.key(name), pd)).To(Succeed())
+			return pd.Status.DeployedPackagesRevision
+		}
+	}
+	g.Eventually(revisionOf("web-edge01"), "10s").Should(Equal(3))
+	g.Expect(revisionOf("crds-edge01")()).To(Equal(2))
 }

@@ -19,7 +19,8 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/generate"
 )
 
-// deploymentDelay coalesces a burst of deployment events into one reconcile of their cluster.
+// deploymentDelay coalesces a burst of deployment (and PackageSet) events into one reconcile of
+// their cluster.
 const deploymentDelay = time.Second
 
 // SetupWithManager registers the reconciler: a cluster is reconciled when it changes, when one of
@@ -31,7 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.WorkloadCluster{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.PackageDeployment{}, enqueue.Coalesced(forDeployment, deploymentDelay)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
-		Watches(&v1alpha1.PackageSet{}, handler.EnqueueRequestsFromMapFunc(r.forSet), builder.WithPredicates(setDone)).
+		Watches(&v1alpha1.PackageSet{}, enqueue.Coalesced(r.forSet, deploymentDelay), builder.WithPredicates(setDone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("workloadcluster").
 		Complete(r)

@@ -44,3 +44,10 @@ func Set(conds *[]metav1.Condition, gen int64, typ string, status bool, reason, 
 func set(conds *[]metav1.Condition, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, ObservedGeneration: gen, Reason: reason, Message: msg})
 }
+
+// Observed reports whether conds has Ready for generation gen: the reconciler has processed the
+// object's current spec, whatever the outcome.
+func Observed(conds []metav1.Condition, gen int64) bool {
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady)
+	return c != nil && c.ObservedGeneration == gen
+}

@@ -9,15 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/health"
@@ -38,6 +41,9 @@ type Reconciler struct {
 	HealthInterval time.Duration
 	// Workers is how many deployments are reconciled at once (at least 1).
 	Workers int
+
+	deferredMu sync.Mutex
+	deferred   map[client.ObjectKey]deferral
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch
@@ -49,9 +55,15 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	pd := &v1alpha1.PackageDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.deferredMu.Lock()
+			delete(r.deferred, req.NamespacedName)
+			r.deferredMu.Unlock()
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	p := patch.New(r.Client, pd)
+	before := pd.Status.DeepCopy()
 	defer func() {
 		if perr := p.Patch(ctx, pd); perr != nil && err == nil {
 			err = perr
@@ -79,11 +91,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
 	setPublication(pd, cluster)
+	if wait, ok := r.deferStatus(pd, before, cluster); ok {
+		// The cluster is about to publish this pin: report once, when it has.
+		pd.Status = *before
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if cluster.Spec.KubeConfigSecretRef == nil || pd.Status.DeployedPackagesRevision == 0 {
 		return ctrl.Result{}, nil
 	}
 	setSynced(pd, r.health(ctx, pd, cluster))
 	return ctrl.Result{RequeueAfter: r.healthInterval()}, nil
+}
+
+// statusDeferral is how long a new (or changed) deployment waits for its cluster to publish its
+// pin before reporting that it waits: one status write per change instead of two, as long as
+// publishing is quick.
+const statusDeferral = 30 * time.Second
+
+// deferStatus reports whether the status write of a deployment whose pin the cluster has not
+// published yet can wait for the publish (its event brings the deployment back), and for how long
+// at most. Only the first report of a generation waits, only for a cluster that publishes by
+// itself (Automatic, not suspended, not stalled), and at most statusDeferral.
+func (r *Reconciler) deferStatus(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDeploymentStatus, cluster *v1alpha1.WorkloadCluster) (time.Duration, bool) {
+	key := client.ObjectKeyFromObject(pd)
+	r.deferredMu.Lock()
+	defer r.deferredMu.Unlock()
+	published := meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionPublished)
+	if published || pd.Status.Resolved == nil || conditions.Observed(before.Conditions, pd.Generation) ||
+		cluster.Spec.Approval == v1alpha1.ApprovalManual || cluster.Spec.Suspend ||
+		meta.IsStatusConditionTrue(cluster.Status.Conditions, v1alpha1.ConditionStalled) {
+		delete(r.deferred, key)
+		return 0, false
+	}
+	d, ok := r.deferred[key]
+	if !ok || d.generation != pd.Generation {
+		d = deferral{generation: pd.Generation, since: time.Now()}
+		if r.deferred == nil {
+			r.deferred = map[client.ObjectKey]deferral{}
+		}
+		r.deferred[key] = d
+	}
+	left := statusDeferral - time.Since(d.since)
+	if left <= 0 {
+		delete(r.deferred, key)
+		return 0, false
+	}
+	return left, true
+}
+
+type deferral struct {
+	generation int64
+	since      time.Time
 }
 
 // health reads the deployment's sync object back from the workload cluster and evaluates it

@@ -12,13 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/bootstrap"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
@@ -100,20 +100,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
 	}
-	pins, pending, err := r.pins(ctx, cluster)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if pending > 0 {
-		// A deployment was created or changed and not resolved yet: its status write brings the
-		// cluster back, and one publish then carries all of them instead of one per deployment.
-		return ctrl.Result{RequeueAfter: pendingRecheck}, nil
-	}
 	if sets, err := r.setsPending(ctx, cluster); err != nil || sets > 0 {
 		// A PackageSet that may target the cluster is still writing its deployments: wait for
 		// them, so a new set (or a fleet starting cold) is one commit per cluster, not one per set.
 		// The set's status brings the cluster back when it is done (see forSet).
 		return ctrl.Result{RequeueAfter: pendingRecheck}, err
+	}
+	pins, err := r.pins(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	rendered, err := fleet.Render(cluster, repo, pins)
 	if err != nil {
@@ -189,46 +184,73 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	return err
 }
 
-// pendingRecheck is how long a cluster waits for a deployment or PackageSet their reconcilers
-// have not processed yet before it checks again (their status writes normally bring it back much
-// sooner).
+// pendingRecheck is how long a cluster waits for a PackageSet its reconciler has not processed
+// yet before it checks again (the set's status write normally brings it back much sooner).
 const pendingRecheck = 30 * time.Second
 
-// pins collects the resolved pins of the cluster's deployments that are not being deleted, and
-// counts the deployments whose current generation the PackageDeployment reconciler has not
-// processed yet (a new deployment, or a changed revision, still resolving).
-func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, int, error) {
+// pins collects the pins of the cluster's deployments that are not being deleted. A deployment
+// whose current generation the PackageDeployment reconciler has not reported yet (new, or its
+// revision changed) is resolved here, the same way and from the same cached mirror: that reconciler
+// writes its status once, after this publish, instead of once before and once after. When that
+// fails the deployment keeps its current pin (and its own reconciler reports the error).
+func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
 	var list v1alpha1.PackageDeploymentList
 	// The cache's objects are only read here, and the pins keep pointers to them for rendering.
 	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return nil, 0, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
+		return nil, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
 	}
 	repos := map[string]*v1alpha1.Repository{}
+	repository := func(name string) (*v1alpha1.Repository, error) {
+		if repos[name] == nil {
+			repo, err := r.repository(ctx, cluster.Namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			repos[name] = repo
+		}
+		return repos[name], nil
+	}
 	var pins []render.Pin
-	pending := 0
 	for i := range list.Items {
 		pd := &list.Items[i]
 		if !pd.DeletionTimestamp.IsZero() {
 			continue
 		}
+		resolved := pd.Status.Resolved
 		if resolving(pd) {
-			pending++
+			if rev, err := r.resolve(ctx, cluster, pd, repository); err == nil {
+				resolved = &rev
+			}
 		}
-		if pd.Status.Resolved == nil {
+		if resolved == nil {
 			continue
 		}
-		name := pd.Status.Resolved.Repository
-		if repos[name] == nil {
-			repo, err := r.repository(ctx, cluster.Namespace, name)
-			if err != nil {
-				return nil, 0, err
-			}
-			repos[name] = repo
+		repo, err := repository(resolved.Repository)
+		if err != nil {
+			return nil, err
 		}
-		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repos[name]), Branch: gitremote.Branch(repos[name]), Resolved: *pd.Status.Resolved})
+		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: *resolved})
 	}
-	return pins, pending, nil
+	return pins, nil
+}
+
+// resolve pins the revision pd asks for, as the PackageDeployment reconciler does.
+func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment,
+	repository func(string) (*v1alpha1.Repository, error)) (v1alpha1.ResolvedRevision, error) {
+	name := cluster.Spec.Repository.Name
+	if ref := pd.Spec.Package.Repository; ref != nil {
+		name = ref.Name
+	}
+	repo, err := repository(name)
+	if err != nil {
+		return v1alpha1.ResolvedRevision{}, err
+	}
+	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	if err != nil {
+		return v1alpha1.ResolvedRevision{}, err
+	}
+	return fleet.Resolve(ctx, r.Git, remote, repo, pd)
 }
 
 // setsPending counts the PackageSets in the cluster's namespace that may target it and whose
@@ -248,21 +270,15 @@ func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.Workload
 	return n, nil
 }
 
-// processed reports whether the PackageSet reconciler has processed the set's current generation
-// (it sets Ready for the generation it saw, whatever the outcome).
+// processed reports whether the PackageSet reconciler has processed the set's current generation.
 func processed(set *v1alpha1.PackageSet) bool {
-	c := meta.FindStatusCondition(set.Status.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.ObservedGeneration == set.Generation
+	return conditions.Observed(set.Status.Conditions, set.Generation)
 }
 
-// resolving reports whether the PackageDeployment reconciler has yet to process pd's current
-// generation: it sets Ready for the generation it saw, whether resolving succeeded or not.
+// resolving reports whether the PackageDeployment reconciler has yet to report pd's current
+// generation.
 func resolving(pd *v1alpha1.PackageDeployment) bool {
-	if pd.Spec.Suspend {
-		return false
-	}
-	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionReady)
-	return c == nil || c.ObservedGeneration != pd.Generation
+	return !pd.Spec.Suspend && !conditions.Observed(pd.Status.Conditions, pd.Generation)
 }
 
 var errRepositoryNotFound = errors.New("repository not found")

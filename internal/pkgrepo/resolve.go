@@ -40,10 +40,15 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 		return Revision{}, err
 	}
 	defer unlock()
+	key := pkg + "\x00" + revision
 	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		if rev, ok := m.exact[key]; ok && m.credential == ep.credential {
+			// Tags are never moved: an exact revision resolved before is still what it was
+			// while the remote is unreachable (only "latest" needs the remote).
+			return rev, nil
+		}
 		return Revision{}, err
 	}
-	key := pkg + "\x00" + revision
 	if rev, ok := m.resolved[key]; ok {
 		return rev, nil
 	}
@@ -72,6 +77,12 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 		m.resolved = map[string]Revision{}
 	}
 	m.resolved[key] = rev
+	if want > 0 {
+		if m.exact == nil {
+			m.exact = map[string]Revision{}
+		}
+		m.exact[key] = rev
+	}
 	return rev, nil
 }
 

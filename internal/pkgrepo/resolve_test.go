@@ -214,3 +214,30 @@ func TestReadPackageRefusesSymlinksAndHugeFiles(t *testing.T) {
 		t.Fatalf("want the symlink refused, got %v", err)
 	}
 }
+
+// An exact revision, once resolved, resolves again while the remote is unreachable (tags are never
+// moved); "latest" needs the remote.
+func TestResolvedRevisionSurvivesAnOutage(t *testing.T) {
+	c := newCatalog(t)
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1 // every read would fetch
+	remote := pkgrepo.Remote{URL: "file://" + c.dir}
+	ctx := context.Background()
+	first, err := store.Resolve(ctx, remote, "free5gc-upf", "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Resolve(ctx, remote, "edge/smf", "latest"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(c.dir, c.dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := store.Resolve(ctx, remote, "free5gc-upf", "v2")
+	if err != nil || again != first {
+		t.Errorf("Resolve v2 during the outage = %+v, %v; want %+v", again, err, first)
+	}
+	if _, err := store.Resolve(ctx, remote, "edge/smf", "latest"); err == nil {
+		t.Error("Resolve latest during the outage succeeded; want the fetch error")
+	}
+}

@@ -80,6 +80,9 @@ type mirror struct {
 	// most of a resolve's cost, and a fleet resolves the same catalog tag once per deployment.
 	refCache map[plumbing.ReferenceName]plumbing.Hash
 	resolved map[string]Revision
+	// exact keeps the exact revisions (vN) resolved so far across fetches: they answer while the
+	// remote is unreachable.
+	exact map[string]Revision
 }
 
 // forget drops what the mirror keeps in memory about its refs.

@@ -85,6 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if !pd.Spec.Suspend {
 		if err := r.resolve(ctx, pd, cluster); err != nil {
+			// A pin resolved earlier for this generation, whose report waited for the publish,
+			// may already be published: keep it, as any pin is kept on error.
+			if resolved := r.deferredPin(pd); resolved != nil {
+				pd.Status.Resolved = resolved
+			}
 			setResolveFailed(pd, err)
 			return ctrl.Result{}, nil
 		}
@@ -125,7 +130,7 @@ func (r *Reconciler) deferStatus(pd *v1alpha1.PackageDeployment, before *v1alpha
 	}
 	d, ok := r.deferred[key]
 	if !ok || d.generation != pd.Generation {
-		d = deferral{generation: pd.Generation, since: time.Now()}
+		d = deferral{generation: pd.Generation, since: time.Now(), resolved: pd.Status.Resolved.DeepCopy()}
 		if r.deferred == nil {
 			r.deferred = map[client.ObjectKey]deferral{}
 		}
@@ -142,6 +147,18 @@ func (r *Reconciler) deferStatus(pd *v1alpha1.PackageDeployment, before *v1alpha
 type deferral struct {
 	generation int64
 	since      time.Time
+	resolved   *v1alpha1.ResolvedRevision // the pin whose report waits
+}
+
+// deferredPin returns the pin resolved for pd's current generation whose report is waiting, nil
+// when there is none.
+func (r *Reconciler) deferredPin(pd *v1alpha1.PackageDeployment) *v1alpha1.ResolvedRevision {
+	r.deferredMu.Lock()
+	defer r.deferredMu.Unlock()
+	if d, ok := r.deferred[client.ObjectKeyFromObject(pd)]; ok && d.generation == pd.Generation {
+		return d.resolved.DeepCopy()
+	}
+	return nil
 }
 
 // health reads the deployment's sync object back from the workload cluster and evaluates it

@@ -48,7 +48,7 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		// Keep the first revision that carried the pin: a later revision of the cluster's
 		// deployed-packages (another deployment changed) is no change to this deployment, and
 		// rewriting every deployment of a cluster on each publish would multiply status writes.
-		msg, ok := publishedSince(pd, want.Tag)
+		msg, ok := publishedSince(pd, want.Tag, cluster.Status.DeployedPackages.Revision)
 		if !ok {
 			dp := cluster.Status.DeployedPackages
 			pd.Status.DeployedPackagesRevision = dp.Revision
@@ -70,10 +70,12 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 }
 
 // publishedSince returns the Published message of pd when it already says that tag is pinned, in
-// the revision recorded in status.deployedPackagesRevision.
-func publishedSince(pd *v1alpha1.PackageDeployment, tag string) (string, bool) {
+// the revision recorded in status.deployedPackagesRevision, which must not be newer than the
+// cluster's current revision (its numbering restarts in another repository).
+func publishedSince(pd *v1alpha1.PackageDeployment, tag string, current int) (string, bool) {
 	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionPublished)
-	if c == nil || c.Status != metav1.ConditionTrue || pd.Status.DeployedPackagesRevision == 0 || !strings.HasPrefix(c.Message, tag+" pinned in ") {
+	if c == nil || c.Status != metav1.ConditionTrue || pd.Status.DeployedPackagesRevision == 0 || pd.Status.DeployedPackagesRevision > current ||
+		!strings.HasPrefix(c.Message, tag+" pinned in ") {
 		return "", false
 	}
 	return c.Message, true

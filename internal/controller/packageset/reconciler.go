@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
@@ -119,6 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	changes := plan(set, owned, result, revs, r.now())
 	conflicts, err := r.apply(ctx, changes)
 	if err != nil {
+		// Reported for this generation, so clusters waiting for the set publish what exists.
+		conditions.Progressing(&set.Status.Conditions, set.Generation, "ApplyFailed", fmt.Sprintf("writing deployments: %v; retrying", err))
 		return ctrl.Result{}, err
 	}
 	result.Problems = append(result.Problems, conflicts...)

@@ -254,7 +254,7 @@ func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadClus
 }
 
 // setsPending counts the PackageSets in the cluster's namespace that may target it and whose
-// reconciler has not processed their current generation yet.
+// reconciler has not processed their current generation yet (a set being deleted holds nothing).
 func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (int, error) {
 	var sets v1alpha1.PackageSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(cluster.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -263,7 +263,7 @@ func (r *Reconciler) setsPending(ctx context.Context, cluster *v1alpha1.Workload
 	n := 0
 	for i := range sets.Items {
 		set := &sets.Items[i]
-		if !processed(set) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
+		if set.DeletionTimestamp.IsZero() && !processed(set) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
 			n++
 		}
 	}

@@ -77,7 +77,7 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 		m.resolved = map[string]Revision{}
 	}
 	m.resolved[key] = rev
-	if want > 0 {
+	if revision != "latest" {
 		if m.exact == nil {
 			m.exact = map[string]Revision{}
 		}

@@ -95,7 +95,7 @@ func TestOrphanNamespacedAndDependsOn(t *testing.T) {
 	g.Expect(rs.GetKind()).To(Equal("RepoSync"))
 	g.Expect(rs.GetNamespace()).To(Equal(f.ns + "-apps"))
 	g.Expect(rs.GetAnnotations()).To(HaveKeyWithValue("configsync.gke.io/deletion-propagation-policy", "Orphan"))
-	f.g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(crds), crds)).To(Succeed())
+	f.condition(crds, func() []metav1.Condition { return crds.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
 	g.Expect(rs.GetAnnotations()).To(HaveKeyWithValue("config.kubernetes.io/depends-on",
 		"configsync.gke.io/namespaces/config-management-system/RootSync/"+crds.Status.SyncObject.Name))
 	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-apps"}})

@@ -201,8 +201,11 @@ func (f *fixture) condition(obj client.Object, conds func() []metav1.Condition, 
 // syncObject reads the sync object of a deployment from the cluster repository at rev.
 func (f *fixture) syncObject(rev string, pd *v1alpha1.PackageDeployment) *unstructured.Unstructured {
 	f.t.Helper()
-	f.g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
-	f.g.Expect(pd.Status.SyncObject).NotTo(BeNil())
+	// The deployment reports its sync object once its cluster has published it.
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.SyncObject).NotTo(BeNil())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	file := "deployed-packages/" + pd.Status.SyncObject.Name + ".yaml"
 	u := &unstructured.Unstructured{}
 	f.g.Expect(yaml.Unmarshal([]byte(gittest.ReadFile(f.t, f.edge, rev, file)), &u.Object)).To(Succeed())

@@ -147,7 +147,10 @@ func TestOrphanLeavesTheWorkload(t *testing.T) {
 	s := newStory(t)
 	pd := s.deploy("app", "v2", v1alpha1.DeletionPolicyOrphan)
 	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("2"))
-	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+	s.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.SyncObject).NotTo(BeNil())
+	}, waitLong).Should(Succeed())
 	syncName := pd.Status.SyncObject.Name
 
 	s.g.Expect(env.Client.Delete(s.ctx, pd)).To(Succeed())

@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
@@ -90,12 +91,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	repo, err := r.repository(ctx, cluster.Namespace, cluster.Spec.Repository.Name)
+	repos := &repositories{r: r, namespace: cluster.Namespace}
+	repo, err := repos.get(ctx, cluster.Spec.Repository.Name)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
-	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	remote, err := repos.remote(ctx, repo)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
@@ -106,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The set's status brings the cluster back when it is done (see forSet).
 		return ctrl.Result{RequeueAfter: pendingRecheck}, err
 	}
-	pins, err := r.pins(ctx, cluster)
+	pins, err := r.pins(ctx, cluster, repos)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -193,23 +195,12 @@ const pendingRecheck = 30 * time.Second
 // revision changed) is resolved here, the same way and from the same cached mirror: that reconciler
 // writes its status once, after this publish, instead of once before and once after. When that
 // fails the deployment keeps its current pin (and its own reconciler reports the error).
-func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
+func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repos *repositories) ([]render.Pin, error) {
 	var list v1alpha1.PackageDeploymentList
 	// The cache's objects are only read here, and the pins keep pointers to them for rendering.
 	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
-	}
-	repos := map[string]*v1alpha1.Repository{}
-	repository := func(name string) (*v1alpha1.Repository, error) {
-		if repos[name] == nil {
-			repo, err := r.repository(ctx, cluster.Namespace, name)
-			if err != nil {
-				return nil, err
-			}
-			repos[name] = repo
-		}
-		return repos[name], nil
 	}
 	var pins []render.Pin
 	for i := range list.Items {
@@ -219,14 +210,14 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		}
 		resolved := pd.Status.Resolved
 		if resolving(pd) {
-			if rev, err := r.resolve(ctx, cluster, pd, repository); err == nil {
+			if rev, err := r.resolve(ctx, cluster, pd, repos); err == nil {
 				resolved = &rev
 			}
 		}
 		if resolved == nil {
 			continue
 		}
-		repo, err := repository(resolved.Repository)
+		repo, err := repos.get(ctx, resolved.Repository)
 		if err != nil {
 			return nil, err
 		}
@@ -236,21 +227,62 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 }
 
 // resolve pins the revision pd asks for, as the PackageDeployment reconciler does.
-func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment,
-	repository func(string) (*v1alpha1.Repository, error)) (v1alpha1.ResolvedRevision, error) {
+func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment, repos *repositories) (v1alpha1.ResolvedRevision, error) {
 	name := cluster.Spec.Repository.Name
 	if ref := pd.Spec.Package.Repository; ref != nil {
 		name = ref.Name
 	}
-	repo, err := repository(name)
+	repo, err := repos.get(ctx, name)
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
-	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	remote, err := repos.remote(ctx, repo)
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
 	return fleet.Resolve(ctx, r.Git, remote, repo, pd)
+}
+
+// repositories reads each Repository, and its git credentials, at most once per reconcile: a
+// cluster's deployments mostly share one catalog, and credentials are read past the cache.
+type repositories struct {
+	r         *Reconciler
+	namespace string
+	objects   map[string]*v1alpha1.Repository
+	remotes   map[string]pkgrepo.Remote
+}
+
+func (c *repositories) get(ctx context.Context, name string) (*v1alpha1.Repository, error) {
+	if repo, ok := c.objects[name]; ok {
+		return repo, nil
+	}
+	repo := &v1alpha1.Repository{}
+	if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, c.namespace, name)
+		}
+		return nil, err
+	}
+	if c.objects == nil {
+		c.objects = map[string]*v1alpha1.Repository{}
+	}
+	c.objects[name] = repo
+	return repo, nil
+}
+
+func (c *repositories) remote(ctx context.Context, repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
+	if remote, ok := c.remotes[repo.Name]; ok {
+		return remote, nil
+	}
+	remote, err := gitremote.Remote(ctx, c.r.APIReader, repo)
+	if err != nil {
+		return pkgrepo.Remote{}, err
+	}
+	if c.remotes == nil {
+		c.remotes = map[string]pkgrepo.Remote{}
+	}
+	c.remotes[repo.Name] = remote
+	return remote, nil
 }
 
 // setsPending counts the PackageSets in the cluster's namespace that may target it and whose
@@ -282,17 +314,6 @@ func resolving(pd *v1alpha1.PackageDeployment) bool {
 }
 
 var errRepositoryNotFound = errors.New("repository not found")
-
-func (r *Reconciler) repository(ctx context.Context, namespace, name string) (*v1alpha1.Repository, error) {
-	repo := &v1alpha1.Repository{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, repo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, namespace, name)
-		}
-		return nil, err
-	}
-	return repo, nil
-}
 
 // ignoreUserError drops errors the user must fix (they are in the conditions; retrying at once
 // would not help) and returns the others, so the work queue retries them with backoff.

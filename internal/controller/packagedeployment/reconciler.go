@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
-	setPublication(pd, cluster)
+	setPublication(pd, before, cluster)
 	if wait, ok := r.deferStatus(pd, before, cluster); ok {
 		// The cluster is about to publish this pin: report once, when it has.
 		pd.Status = *before

@@ -3,7 +3,6 @@ package packagedeployment
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +34,9 @@ func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) {
 	conditions.Progressing(&pd.Status.Conditions, pd.Generation, reason, msg+"; retrying")
 }
 
-// setPublication reports whether the cluster's published deployed-packages carries the pin.
-func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
+// setPublication reports whether the cluster's published deployed-packages carries the pin;
+// before is the status the deployment had when the reconcile began.
+func setPublication(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDeploymentStatus, cluster *v1alpha1.WorkloadCluster) {
 	gen := pd.Generation
 	want := pd.Status.Resolved
 	got := publishedTag(cluster, pd.Name)
@@ -48,7 +48,7 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		// Keep the first revision that carried the pin: a later revision of the cluster's
 		// deployed-packages (another deployment changed) is no change to this deployment, and
 		// rewriting every deployment of a cluster on each publish would multiply status writes.
-		msg, ok := publishedSince(pd, want.Tag, cluster.Status.DeployedPackages.Revision)
+		msg, ok := publishedSince(before, want.Tag, cluster.Status.DeployedPackages.Revision)
 		if !ok {
 			dp := cluster.Status.DeployedPackages
 			pd.Status.DeployedPackagesRevision = dp.Revision
@@ -69,13 +69,13 @@ func setPublication(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 	pd.Status.ObservedGeneration = gen
 }
 
-// publishedSince returns the Published message of pd when it already says that tag is pinned, in
-// the revision recorded in status.deployedPackagesRevision, which must not be newer than the
-// cluster's current revision (its numbering restarts in another repository).
-func publishedSince(pd *v1alpha1.PackageDeployment, tag string, current int) (string, bool) {
-	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionPublished)
-	if c == nil || c.Status != metav1.ConditionTrue || pd.Status.DeployedPackagesRevision == 0 || pd.Status.DeployedPackagesRevision > current ||
-		!strings.HasPrefix(c.Message, tag+" pinned in ") {
+// publishedSince returns the Published message of the status the deployment had before this
+// reconcile when it already reported tag published, in a revision (status.deployedPackagesRevision)
+// no newer than the cluster's current one (its numbering restarts in another repository).
+func publishedSince(before *v1alpha1.PackageDeploymentStatus, tag string, current int) (string, bool) {
+	c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionPublished)
+	if c == nil || c.Status != metav1.ConditionTrue || before.Resolved == nil || before.Resolved.Tag != tag ||
+		before.DeployedPackagesRevision == 0 || before.DeployedPackagesRevision > current {
 		return "", false
 	}
 	return c.Message, true

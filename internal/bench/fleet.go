@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/demo"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
@@ -59,40 +60,12 @@ func (f fleet) publishCatalog(ctx context.Context, store *pkgrepo.Store, url str
 	for p := range f.packages {
 		name := f.pkg(p)
 		for _, image := range []string{"nginx:1.27", "nginx:1.28"} {
-			_, err := store.Publish(ctx, pkgrepo.Remote{URL: url}, pkgrepo.PublishRequest{
-				Package: name,
-				Files: map[string][]byte{
-					"Kptfile":         []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
-					"deployment.yaml": []byte(deploymentYAML(name, image)),
-				},
-				Message: "publish " + name + " with " + image,
-			})
-			if err != nil {
+			if _, err := demo.PublishPackage(ctx, store, pkgrepo.Remote{URL: url}, name, image); err != nil {
 				return fmt.Errorf("publish %s: %w", name, err)
 			}
 		}
 	}
 	return nil
-}
-
-func deploymentYAML(name, image string) string {
-	return strings.NewReplacer("NAME", name, "IMAGE", image).Replace(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: NAME
-  namespace: default
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: NAME}
-  template:
-    metadata:
-      labels: {app: NAME}
-    spec:
-      containers:
-      - name: NAME
-        image: IMAGE
-`)
 }
 
 // objects returns the fleet's Repositories, WorkloadClusters and PackageSets, with the cluster

@@ -79,9 +79,10 @@ func (d *sandbox) setup(ctx context.Context) error {
 	return d.printTags("catalog")
 }
 
-// publishPackage publishes the next revision of a catalog package, as Porch would.
-func (d *sandbox) publishPackage(ctx context.Context, name, image string) error {
-	res, err := d.store.Publish(ctx, pkgrepo.Remote{URL: d.repoURL("catalog")}, pkgrepo.PublishRequest{
+// PublishPackage publishes the next revision of a sample catalog package, as Porch would: a
+// Kptfile and one Deployment running image.
+func PublishPackage(ctx context.Context, store *pkgrepo.Store, catalog pkgrepo.Remote, name, image string) (pkgrepo.PublishResult, error) {
+	return store.Publish(ctx, catalog, pkgrepo.PublishRequest{
 		Package: name,
 		Files: map[string][]byte{
 			"Kptfile":         []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
@@ -89,6 +90,11 @@ func (d *sandbox) publishPackage(ctx context.Context, name, image string) error 
 		},
 		Message: "publish " + name + " with " + image,
 	})
+}
+
+// publishPackage publishes the next revision of a catalog package and says so.
+func (d *sandbox) publishPackage(ctx context.Context, name, image string) error {
+	res, err := PublishPackage(ctx, d.store, pkgrepo.Remote{URL: d.repoURL("catalog")}, name, image)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,13 +153,13 @@ func (f *Fleet) addDoc(doc []byte) error {
 // exists, every deployment's cluster and repository exist.
 func (f *Fleet) validate() error {
 	var errs field.ErrorList
-	for _, key := range sortedKeys(f.Clusters) {
+	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
 		c := f.Clusters[key]
 		if f.Repositories[c.Namespace+"/"+c.Spec.Repository.Name] == nil {
 			errs = append(errs, field.NotFound(field.NewPath("WorkloadCluster", key, "spec", "repository", "name"), c.Spec.Repository.Name))
 		}
 	}
-	for _, key := range sortedKeys(f.Deployments) {
+	for _, key := range slices.Sorted(maps.Keys(f.Deployments)) {
 		pd := f.Deployments[key]
 		if f.Clusters[pd.Namespace+"/"+pd.Spec.Cluster.Name] == nil {
 			errs = append(errs, field.NotFound(field.NewPath("PackageDeployment", key, "spec", "cluster", "name"), pd.Spec.Cluster.Name))
@@ -168,13 +169,4 @@ func (f *Fleet) validate() error {
 		}
 	}
 	return errs.ToAggregate()
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

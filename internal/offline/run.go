@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,13 +39,13 @@ func Run(ctx context.Context, git Git, f *Fleet) []Result {
 	var results []Result
 	expanded, err := ExpandSets(ctx, git, f)
 	if err != nil {
-		for _, key := range sortedKeys(f.Clusters) {
+		for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
 			results = append(results, Result{Cluster: key, Err: err})
 		}
 		return results
 	}
 	f = expanded
-	for _, key := range sortedKeys(f.Clusters) {
+	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
 		c := f.Clusters[key]
 		out, err := publishCluster(ctx, git, f, c)
 		results = append(results, Result{Cluster: key, Outcome: out, Err: err})
@@ -77,7 +79,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 
 func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
 	var pins []render.Pin
-	for _, key := range sortedKeys(f.Deployments) {
+	for _, key := range slices.Sorted(maps.Keys(f.Deployments)) {
 		pd := f.Deployments[key]
 		if pd.Namespace != c.Namespace || pd.Spec.Cluster.Name != c.Name {
 			continue

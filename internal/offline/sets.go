@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,7 +19,7 @@ import (
 func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 	f := *in
 	f.Deployments = maps.Clone(in.Deployments)
-	for _, key := range sortedKeys(f.Sets) {
+	for _, key := range slices.Sorted(maps.Keys(f.Sets)) {
 		set := f.Sets[key]
 		in, err := f.setInputs(ctx, git, set)
 		if err != nil {
@@ -53,7 +54,7 @@ func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 
 func (f *Fleet) setInputs(ctx context.Context, git Git, set *v1alpha1.PackageSet) (generate.Inputs, error) {
 	in := generate.Inputs{Set: set}
-	for _, key := range sortedKeys(f.Clusters) {
+	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
 		c := f.Clusters[key]
 		if c.Namespace == set.Namespace {
 			in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context})

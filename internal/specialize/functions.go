@@ -3,7 +3,9 @@ package specialize
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
@@ -75,7 +77,7 @@ func lookupBuiltin(image string) (builtin, bool) {
 
 // BuiltinFunctions lists the catalog functions that run in process, for
 // messages and docs.
-func BuiltinFunctions() []string { return sortedKeys(builtins) }
+func BuiltinFunctions() []string { return slices.Sorted(maps.Keys(builtins)) }
 
 // runner runs pipeline functions against a package.
 type runner struct {
@@ -175,7 +177,7 @@ func configMap(data map[string]string) (*yaml.RNode, error) {
 		return nil, err
 	}
 	m := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		m.Content = append(m.Content,
 			&yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: k},
 			&yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: data[k]})

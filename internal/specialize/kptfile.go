@@ -2,7 +2,9 @@ package specialize
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	kptfilev1 "github.com/kptdev/kpt/pkg/api/kptfile/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -133,7 +135,7 @@ metadata:
 	for k, v := range values {
 		data[k] = v
 	}
-	keys := sortedKeys(data)
+	keys := slices.Sorted(maps.Keys(data))
 	m := &yaml.Node{Kind: yaml.MappingNode}
 	for _, k := range keys {
 		m.Content = append(m.Content,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"sort"
 
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -34,7 +35,7 @@ func Merge3(base, ours, theirs map[string][]byte) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var conflicts []*Conflict
 	sides := [3]side{{}, {}, {}}
-	for _, p := range sortedKeys(union(base, ours, theirs)) {
+	for _, p := range slices.Sorted(maps.Keys(union(base, ours, theirs))) {
 		if p == kptfileName || p == packageContextFile {
 			if t, ok := theirs[p]; ok {
 				out[p] = t

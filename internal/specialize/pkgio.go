@@ -3,7 +3,9 @@ package specialize
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,7 +47,7 @@ type pkg struct {
 // everything downstream, does not depend on map iteration.
 func readPackage(files map[string][]byte) (*pkg, error) {
 	p := &pkg{files: map[string][]byte{}}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		data := files[name]
 		if name == kptfileName {
 			nodes, err := readResources(name, data)
@@ -223,15 +225,6 @@ func resourceID(n *yaml.RNode) string {
 func filePath(n *yaml.RNode) string {
 	file, _, _ := kioutil.GetFileAnnotations(n)
 	return file
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // setAnnotation sets an annotation, written plain where YAML allows it:

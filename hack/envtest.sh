@@ -10,6 +10,13 @@ if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ "$(cat "$out/.version
   exit 0
 fi
 mkdir -p "$out"
+# One build at a time: a second caller waits for the first and then uses its result.
+exec 9>"$out/.lock"
+flock 9
+if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ "$(cat "$out/.version" 2>/dev/null)" = "$k8s_version" ]; then
+  echo "$out"
+  exit 0
+fi
 cd "$root/hack/tools"
 minor=$(echo "$k8s_version" | cut -d. -f2)
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"

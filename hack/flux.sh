@@ -5,6 +5,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/bin/flux"
 mkdir -p "$out"
+# One build at a time: a second caller waits for the first and then uses its result.
+exec 9>"$out/.lock"
+flock 9
 for c in source-controller kustomize-controller; do
   version=$(cd "$root/hack/flux/$c" && go list -m -f '{{.Version}}' "github.com/fluxcd/$c")
   if [ ! -x "$out/$c" ] || [ "$(cat "$out/.$c-version" 2>/dev/null)" != "$version" ]; then

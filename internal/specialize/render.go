@@ -17,18 +17,28 @@ type Upstream struct {
 	Commit    string // the commit the tag points at
 }
 
-// ExecPolicy says whether exec functions may run. A blueprint's Kptfile is
+// ExecPolicy says which exec functions may run. A blueprint's Kptfile is
 // written by whoever controls the blueprint repository, so running the
 // commands it names on the controller's machine is a trust decision the
-// operator makes; the zero value refuses.
+// operator makes, executable by executable; the zero value refuses them all.
 type ExecPolicy struct {
-	Allow bool
+	// Allowed names the executables exec functions may run (see
+	// CheckExecAllowlist): a bare name allows the file it resolves to on
+	// PATH, an absolute path allows exactly that file.
+	Allowed []string
 	// Timeout bounds each exec function; zero means DefaultExecTimeout.
 	Timeout time.Duration
+	// MaxOutput bounds the bytes an exec function may write to stdout and
+	// stderr together; zero means DefaultExecMaxOutput.
+	MaxOutput int64
 }
 
 // DefaultExecTimeout bounds an exec function when ExecPolicy sets none.
 const DefaultExecTimeout = time.Minute
+
+// DefaultExecMaxOutput bounds an exec function's output when ExecPolicy sets
+// none: far more than any package, small enough for the controller's memory.
+const DefaultExecMaxOutput = 16 << 20
 
 // Request is everything a variant depends on. Render reads nothing else, so
 // equal requests give equal files.

@@ -119,7 +119,7 @@ func TestRenderErrors(t *testing.T) {
 	}, {
 		name:    "relative exec path",
 		files:   map[string]string{"Kptfile": kptfile("  - exec: ./fn\n")},
-		exec:    ExecPolicy{Allow: true},
+		exec:    ExecPolicy{Allowed: []string{"/fn"}},
 		wantErr: []string{`"./fn"`, "must be absolute"},
 	}, {
 		name:    "reserved value name",

@@ -1,5 +1,6 @@
-// Package gittest runs real git for tests: a smart-HTTP server (git
-// http-backend behind net/http/cgi) and helpers that seed and inspect bare
+// Package gittest runs real git for tests: a smart-HTTP(S) server (git
+// http-backend behind net/http/cgi), an ssh server running git-upload-pack and
+// git-receive-pack, and helpers that seed and inspect bare
 // repositories with the git CLI.
 //
 // Tests talk to the same git a user's server runs instead of a mock, so what
@@ -8,6 +9,8 @@ package gittest
 
 import (
 	"crypto/subtle"
+	"crypto/tls"
+	"log"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -23,10 +26,14 @@ type Server struct {
 	// URL is the base URL, e.g. http://127.0.0.1:PORT; a repository's clone
 	// URL is URL + "/" + name + ".git".
 	URL string
+	// CACert is, for a server started WithTLS, the PEM certificate that
+	// signs its TLS certificate: what a client must trust (ca.crt).
+	CACert []byte
 
 	root string
 	user string
 	pass string
+	tls  bool
 	wrap []func(http.Handler) http.Handler
 }
 
@@ -37,6 +44,12 @@ type Option func(*Server)
 // every request that does not carry exactly these basic-auth credentials.
 func WithBasicAuth(user, password string) Option {
 	return func(s *Server) { s.user, s.pass = user, password }
+}
+
+// WithTLS serves https with a certificate from a private CA of its own (CACert) instead of
+// http. Every server gets a new CA: one server's CACert does not verify another.
+func WithTLS() Option {
+	return func(s *Server) { s.tls = true }
 }
 
 // WithMiddleware wraps the git handler (inside basic auth), so a test can
@@ -72,7 +85,17 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, mw := range s.wrap {
 		handler = mw(handler)
 	}
-	srv := httptest.NewServer(s.authenticate(handler))
+	srv := httptest.NewUnstartedServer(s.authenticate(handler))
+	if s.tls {
+		cert, ca := newTLSCertificate(t)
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		// Handshakes refused by a client without the CA are expected: log them with the test.
+		srv.Config.ErrorLog = log.New(logWriter{t}, "https server: ", 0)
+		s.CACert = ca
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
@@ -121,10 +144,10 @@ func execPath(t testing.TB) string {
 	return strings.TrimSpace(string(out))
 }
 
-// logWriter sends what git http-backend prints to stderr to the test log.
+// logWriter sends what the servers and git print to stderr to the test log.
 type logWriter struct{ t testing.TB }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("git http-backend: %s", strings.TrimRight(string(p), "\n"))
+	w.t.Logf("gittest: %s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }

@@ -77,6 +77,7 @@ func TestApproveRebuildsOnNewHead(t *testing.T) {
 	_, dir := newRepo(t)
 	remote := pkgrepo.Remote{URL: dir} // a plain path
 	store := pkgrepo.NewStore(t.TempDir())
+	store.AllowLocal = true
 	ctx := context.Background()
 	publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
 	prop := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b"), Proposal: true})

@@ -2,6 +2,8 @@ package pkgrepo
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +42,21 @@ var (
 	// ErrPackageChanged: the package changed on the branch since the commit
 	// the caller computed its content from (PublishRequest.PackageBase).
 	ErrPackageChanged = errors.New("package changed on the branch")
+	// ErrLocalRepository: a file:// URL or path, and the Store does not allow
+	// local repositories.
+	ErrLocalRepository = errors.New("local repository refused")
+	// ErrCredentials: the credentials cannot be used as given (an ssh URL
+	// without a key, a key that does not parse, a CA bundle without a
+	// certificate).
+	ErrCredentials = errors.New("credentials unusable")
+	// ErrHostKeyUnknown: known_hosts has no key for the ssh server.
+	ErrHostKeyUnknown = errors.New("ssh host key unknown")
+	// ErrHostKeyMismatch: the ssh server presented a key known_hosts does not
+	// list for it.
+	ErrHostKeyMismatch = errors.New("ssh host key mismatch")
+	// ErrCertificateUntrusted: the https server's certificate does not verify
+	// against the system's CAs and the CA bundle given.
+	ErrCertificateUntrusted = errors.New("server certificate not trusted")
 )
 
 // transportError reports a failed fetch or push. Its message names the
@@ -76,6 +93,13 @@ func (e *transportError) Unwrap() []error {
 func wrapTransport(op string, ep endpoint, err error) error {
 	msg := scrub(err.Error(), ep.secrets)
 	e := &transportError{op: op, url: ep.display, kind: classify(err), msg: strings.TrimRight(msg, " \n:")}
+	if e.kind != nil {
+		// The host key check's own message already starts with the sentinel.
+		e.msg = strings.TrimPrefix(strings.TrimPrefix(e.msg, "ssh: handshake failed: "), e.kind.Error()+": ")
+	}
+	if e.kind == ErrCertificateUntrusted {
+		e.msg += "; if the server uses a private CA, put its certificate (PEM) in ca.crt of the Secret"
+	}
 	if msg == err.Error() {
 		e.cause = err
 	} else if ctxErr := contextError(err); ctxErr != nil {
@@ -87,9 +111,28 @@ func wrapTransport(op string, ep endpoint, err error) error {
 // classify maps a transport error to the sentinel a user can act on, or nil
 // when it is none of them.
 func classify(err error) error {
+	// go-git wraps some errors in a plumbing.UnexpectedError, which has no Unwrap.
+	var unexpected *plumbing.UnexpectedError
+	if errors.As(err, &unexpected) && unexpected.Err != nil {
+		if kind := classify(unexpected.Err); kind != nil {
+			return kind
+		}
+	}
+	var tlsErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var badCert x509.CertificateInvalidError
 	switch {
+	case errors.Is(err, ErrHostKeyUnknown):
+		return ErrHostKeyUnknown
+	case errors.Is(err, ErrHostKeyMismatch):
+		return ErrHostKeyMismatch
+	case errors.As(err, &tlsErr), errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert):
+		return ErrCertificateUntrusted
 	case errors.Is(err, transport.ErrAuthenticationRequired),
-		errors.Is(err, transport.ErrAuthorizationFailed):
+		errors.Is(err, transport.ErrAuthorizationFailed),
+		// x/crypto/ssh has no error type for a rejected key.
+		strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return ErrAuthentication
 	case errors.Is(err, transport.ErrRepositoryNotFound),
 		errors.Is(err, syscall.ECONNREFUSED),
@@ -108,8 +151,7 @@ func classify(err error) error {
 	}
 	// go-git reports other HTTP statuses as an *http.Err inside a
 	// plumbing.UnexpectedError, which has no Unwrap.
-	var unexpected *plumbing.UnexpectedError
-	if errors.As(err, &unexpected) {
+	if unexpected != nil {
 		var httpErr *githttp.Err
 		if errors.As(unexpected.Err, &httpErr) && httpErr.StatusCode() >= 500 {
 			return ErrUnreachable

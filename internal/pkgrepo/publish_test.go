@@ -114,6 +114,7 @@ func TestPublishFileURLAndDefaults(t *testing.T) {
 	_, dir := newRepo(t)
 	remote := pkgrepo.Remote{URL: "file://" + dir, Branch: "deploy"}
 	store := pkgrepo.NewStore(t.TempDir())
+	store.AllowLocal = true
 
 	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: "/edge/" + dp + "/", Files: dpFiles("a")})
 	if res.Tag != "edge/"+dp+"/v1" {

@@ -71,10 +71,15 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, build func()
 // the server checks them again under its ref locks.
 func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec) error {
 	defer m.forget() // a push updates the mirror's refs too
-	err := m.remote(ep).PushContext(ctx, &git.PushOptions{
+	opts, err := m.transportOptions(ep)
+	if err != nil {
+		return err
+	}
+	err = m.remote(ep).PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
 		RefSpecs:   refspecs,
-		Auth:       ep.auth,
+		Auth:       opts.auth,
+		CABundle:   opts.caBundle,
 		Atomic:     true,
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {

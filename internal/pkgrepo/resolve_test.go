@@ -46,6 +46,7 @@ func newCatalog(t *testing.T) catalog {
 func TestResolve(t *testing.T) {
 	c := newCatalog(t)
 	store := pkgrepo.NewStore(t.TempDir())
+	store.AllowLocal = true
 	fileRemote := pkgrepo.Remote{URL: "file://" + c.dir}
 
 	for _, tc := range []struct {
@@ -221,6 +222,7 @@ func TestResolvedRevisionSurvivesAnOutage(t *testing.T) {
 	c := newCatalog(t)
 	store := pkgrepo.NewStore(t.TempDir())
 	store.RefreshInterval = 1 // every read would fetch
+	store.AllowLocal = true
 	remote := pkgrepo.Remote{URL: "file://" + c.dir}
 	ctx := context.Background()
 	first, err := store.Resolve(ctx, remote, "free5gc-upf", "v2")

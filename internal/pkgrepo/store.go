@@ -42,15 +42,19 @@ var mirrorRefSpecs = []config.RefSpec{
 	"+refs/tags/*:refs/tags/*",
 }
 
-// Store keeps one local bare mirror per remote URL under a cache directory.
-// It is safe for concurrent use; operations on one URL are serialized.
-// Credentials live only in memory: never in the mirror's config, its
-// directory name or a URL.
+// Store keeps one local bare mirror per remote URL and scope (Remote.Scope)
+// under a cache directory. It is safe for concurrent use; operations on one
+// mirror are serialized. Credentials live only in memory: never in the
+// mirror's config, its directory name or a URL.
 type Store struct {
 	// RefreshInterval is how old a mirror may be before Resolve, Latest and
 	// ReadPackage fetch first. Set it before first use; zero means
 	// DefaultRefreshInterval.
 	RefreshInterval time.Duration
+	// AllowLocal lets remotes be file:// URLs or paths on this machine. Off,
+	// they fail with ErrLocalRepository: a controller serving tenants must not
+	// read its own disk because someone named a path. Set it before first use.
+	AllowLocal bool
 
 	dir string
 	key []byte // HMAC key for credential fingerprints
@@ -74,6 +78,11 @@ type mirror struct {
 	repo       *git.Repository
 	fetched    time.Time // zero: never fetched by this process
 	credential string    // fingerprint of the credentials of the last fetch
+
+	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a
+	// key and known_hosts are parsed once per change, not once per fetch.
+	opts    transportOptions
+	optsFor string
 
 	// The mirror's refs and resolved revisions, kept in memory until its refs may have changed
 	// (a fetch that brought something, a push): reading loose refs from disk for every resolve is
@@ -122,16 +131,17 @@ func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
 
 // lock returns the mirror for r, locked, and the endpoint to reach r.
 func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
-	ep, err := newEndpoint(r, s.key)
+	ep, err := newEndpoint(r, s.key, s.AllowLocal)
 	if err != nil {
 		return nil, endpoint{}, nil, err
 	}
 	s.mu.Lock()
-	m, ok := s.mirrors[ep.url]
+	m, ok := s.mirrors[ep.mirrorKey]
 	if !ok {
-		sum := sha256.Sum256([]byte(ep.url))
+		// The scope is part of the directory name too: two scopes never share objects on disk.
+		sum := sha256.Sum256([]byte(ep.mirrorKey))
 		m = &mirror{dir: filepath.Join(s.dir, hex.EncodeToString(sum[:16]))}
-		s.mirrors[ep.url] = m
+		s.mirrors[ep.mirrorKey] = m
 	}
 	s.mu.Unlock()
 
@@ -183,13 +193,18 @@ func (s *Store) ensureFresh(ctx context.Context, m *mirror, ep endpoint) error {
 
 // fetch makes the mirror an exact copy of the remote's branches and tags.
 func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
-	err := m.remote(ep).FetchContext(ctx, &git.FetchOptions{
+	opts, err := m.transportOptions(ep)
+	if err != nil {
+		return err
+	}
+	err = m.remote(ep).FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   mirrorRefSpecs,
 		Tags:       git.NoTags,
 		Prune:      true,
 		Force:      true,
-		Auth:       ep.auth,
+		Auth:       opts.auth,
+		CABundle:   opts.caBundle,
 	})
 	if !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		m.forget()
@@ -205,6 +220,19 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 	}
 	m.fetched, m.credential = s.now(), ep.credential
 	return nil
+}
+
+// transportOptions returns the options for ep's credentials, built once per change of them.
+func (m *mirror) transportOptions(ep endpoint) (transportOptions, error) {
+	if m.optsFor == ep.credential {
+		return m.opts, nil
+	}
+	opts, err := ep.transportOptions()
+	if err != nil {
+		return transportOptions{}, err
+	}
+	m.opts, m.optsFor = opts, ep.credential
+	return opts, nil
 }
 
 // remote is an in-memory remote: its URL is never written to the mirror's

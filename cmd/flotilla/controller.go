@@ -31,6 +31,7 @@ type controllerOptions struct {
 	leaderElection   bool
 	leaderNS         string
 	cacheDir         string
+	allowLocal       bool
 	healthInterval   time.Duration
 	watchSelector    string
 	allowExec        bool
@@ -55,6 +56,7 @@ func controllerCmd() *cobra.Command {
 	f.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader, so only one replica reconciles at a time")
 	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
+	f.BoolVar(&o.allowLocal, "allow-local-repositories", false, "let Repositories name file:// URLs and paths on the controller's machine (demos, benchmarks, tests); off, anyone who may create a Repository could read the controller's disk")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
@@ -116,8 +118,10 @@ func runController(o controllerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	store := pkgrepo.NewStore(o.cacheDir)
+	store.AllowLocal = o.allowLocal
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, pkgrepo.NewStore(o.cacheDir), controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec, Workers: o.workers}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec, Workers: o.workers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -30,7 +30,10 @@ failed; a failed cluster publishes nothing.`,
 				return err
 			}
 			defer os.RemoveAll(cache)
-			results := offline.Run(cmd.Context(), pkgrepo.NewStore(cache), f)
+			store := pkgrepo.NewStore(cache)
+			// render runs as the user, on the user's files: local repositories are theirs to name.
+			store.AllowLocal = true
+			results := offline.Run(cmd.Context(), store, f)
 			if err := offline.PrintTable(cmd.OutOrStdout(), results); err != nil {
 				return err
 			}

@@ -33,7 +33,8 @@ type Options struct {
 	// Keep keeps the work directory.
 	Keep bool
 	// Controller is the command that runs the controller (e.g. `flotilla controller`); the bench
-	// adds --cache-dir, --metrics-bind-address and --health-probe-bind-address.
+	// adds --cache-dir, --allow-local-repositories, --metrics-bind-address and
+	// --health-probe-bind-address.
 	Controller []string
 	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
 	// --memprofile.

@@ -41,6 +41,8 @@ func startController(argv []string, kubeconfig, cacheDir, logPath, cpuProfile, m
 	}
 	args := append(append([]string{}, argv[1:]...),
 		"--cache-dir", cacheDir,
+		// The bench's repositories are file:// URLs.
+		"--allow-local-repositories",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port),
 		"--health-probe-bind-address", "0")
 	if cpuProfile != "" {

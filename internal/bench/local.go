@@ -32,6 +32,7 @@ func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos str
 		return res, err
 	}
 	store := pkgrepo.NewStore(filepath.Join(dir, "cache"))
+	store.AllowLocal = true // the bench's repositories are local directories
 	for i, step := range []struct {
 		took *time.Duration
 		rev  func(set int) string

@@ -95,7 +95,9 @@ func (b *run) setup(ctx context.Context) error {
 	if err := initRepos(gitDir, []string{"catalog"}); err != nil {
 		return err
 	}
-	if err := b.f.publishCatalog(ctx, pkgrepo.NewStore(filepath.Join(b.dir, "bench-cache")), b.catalogURL); err != nil {
+	store := pkgrepo.NewStore(filepath.Join(b.dir, "bench-cache"))
+	store.AllowLocal = true // the bench's repositories are local directories
+	if err := b.f.publishCatalog(ctx, store, b.catalogURL); err != nil {
 		return err
 	}
 	if err := initRepos(b.repos, b.f.clusterNames()); err != nil {

@@ -21,7 +21,9 @@ import (
 
 // Run creates the sandbox under dir and prints each step to w.
 func Run(ctx context.Context, w io.Writer, dir string) error {
-	d := &sandbox{dir: dir, w: w, store: pkgrepo.NewStore(filepath.Join(dir, "cache"))}
+	store := pkgrepo.NewStore(filepath.Join(dir, "cache"))
+	store.AllowLocal = true // the sandbox's repositories are local directories
+	d := &sandbox{dir: dir, w: w, store: store}
 	steps := []struct {
 		title string
 		do    func(context.Context) error

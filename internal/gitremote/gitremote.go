@@ -21,7 +21,7 @@ var ErrSecret = errors.New("git credentials secret")
 // spec.git.secretRef in the repository's own namespace. Reader should be uncached (the API
 // reader), so flotilla needs only `get` on Secrets, not a cluster-wide watch.
 func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
-	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo)}
+	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo)}
 	ref := repo.Spec.Git.SecretRef
 	if ref == nil {
 		return r, nil
@@ -29,7 +29,7 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 	var secret corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: ref.Name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r, fmt.Errorf("%w %s/%s not found: create it with username and password, or bearerToken", ErrSecret, repo.Namespace, ref.Name)
+			return r, fmt.Errorf("%w %s/%s not found: create it with username and password, bearerToken, or (for ssh) identity and known_hosts", ErrSecret, repo.Namespace, ref.Name)
 		}
 		return r, fmt.Errorf("read %w %s/%s: %w", ErrSecret, repo.Namespace, ref.Name, err)
 	}
@@ -41,7 +41,20 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 	return r, nil
 }
 
-// FromSecret reads username+password or bearerToken from a Secret.
+// Scope is who holds the repository's credentials: its namespace and Secret. Remotes of
+// different scopes never share a git mirror, so a Repository naming another namespace's URL
+// never reads what that namespace's credentials fetched.
+func Scope(repo *v1alpha1.Repository) string {
+	if ref := repo.Spec.Git.SecretRef; ref != nil {
+		return repo.Namespace + "/" + ref.Name
+	}
+	return repo.Namespace + "/"
+}
+
+// FromSecret reads a Repository's credentials from its Secret, with the keys Flux uses:
+// username+password or bearerToken for http(s); identity (a private key), known_hosts and
+// optionally password (the key's passphrase) for ssh; ca.crt (PEM) for https servers signed by a
+// private CA, alone or with either http form.
 func FromSecret(secret *corev1.Secret) (pkgrepo.Auth, error) {
 	get := func(k string) string {
 		if v, ok := secret.Data[k]; ok {
@@ -49,14 +62,31 @@ func FromSecret(secret *corev1.Secret) (pkgrepo.Auth, error) {
 		}
 		return secret.StringData[k]
 	}
-	auth := pkgrepo.Auth{Username: get("username"), Password: get("password"), BearerToken: get("bearerToken")}
+	invalid := func(what string) (pkgrepo.Auth, error) {
+		return pkgrepo.Auth{}, fmt.Errorf("%w %s/%s %s", ErrSecret, secret.Namespace, secret.Name, what)
+	}
+	user, pass, token := get("username"), get("password"), get("bearerToken")
+	identity, knownHosts, ca := get("identity"), get("known_hosts"), get("ca.crt")
 	switch {
-	case auth.BearerToken != "" && auth.Password == "":
-		return auth, nil
-	case auth.Username != "" && auth.Password != "" && auth.BearerToken == "":
-		return auth, nil
+	case identity != "":
+		if knownHosts == "" {
+			return invalid("has identity but no known_hosts: add the ssh server's host key line, as `ssh-keyscan HOST` prints it (check its fingerprint first)")
+		}
+		if token != "" {
+			return invalid("must hold either identity and known_hosts (ssh), or bearerToken, not both")
+		}
+		// For ssh, password is the key's passphrase, as in Flux.
+		return pkgrepo.Auth{Identity: identity, KnownHosts: knownHosts, Passphrase: pass}, nil
+	case knownHosts != "":
+		return invalid("has known_hosts but no identity: add the ssh private key as identity")
+	case token != "" && pass == "":
+		return pkgrepo.Auth{BearerToken: token, CABundle: ca}, nil
+	case user != "" && pass != "" && token == "":
+		return pkgrepo.Auth{Username: user, Password: pass, CABundle: ca}, nil
+	case ca != "" && user == "" && pass == "" && token == "":
+		return pkgrepo.Auth{CABundle: ca}, nil
 	default:
-		return pkgrepo.Auth{}, fmt.Errorf("%w %s/%s must hold either username and password, or bearerToken", ErrSecret, secret.Namespace, secret.Name)
+		return invalid("must hold username and password, bearerToken, or identity and known_hosts (ssh); ca.crt may go with the first two or alone")
 	}
 }
 
@@ -80,8 +110,16 @@ func SyncURL(repo *v1alpha1.Repository) string {
 // than wait for a retry.
 func Reason(err error) (reason string, stalled bool) {
 	switch {
-	case errors.Is(err, ErrSecret):
+	case errors.Is(err, ErrSecret), errors.Is(err, pkgrepo.ErrCredentials):
 		return "SecretInvalid", true
+	case errors.Is(err, pkgrepo.ErrLocalRepository):
+		return "LocalRepositoryRefused", true
+	case errors.Is(err, pkgrepo.ErrHostKeyUnknown):
+		return "HostKeyUnknown", true
+	case errors.Is(err, pkgrepo.ErrHostKeyMismatch):
+		return "HostKeyMismatch", true
+	case errors.Is(err, pkgrepo.ErrCertificateUntrusted):
+		return "CertificateUntrusted", true
 	case errors.Is(err, pkgrepo.ErrAuthentication):
 		return "AuthenticationFailed", true
 	case errors.Is(err, pkgrepo.ErrPackageNotFound):

@@ -103,7 +103,7 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) 
 }
 
 func (f *Fleet) remote(repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
-	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: gitremote.Branch(repo)}
+	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: gitremote.Branch(repo), Scope: gitremote.Scope(repo)}
 	if ref := repo.Spec.Git.SecretRef; ref != nil {
 		s := f.Secrets[repo.Namespace+"/"+ref.Name]
 		if s == nil {

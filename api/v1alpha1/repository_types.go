@@ -27,7 +27,10 @@ type GitRepository struct {
 	URL string `json:"url"`
 
 	// SyncURL is the URL the clusters' GitOps agents use to read this repository. Default: url.
+	// It is written into sync objects in git, so it never carries credentials: the agents read
+	// them from the cluster's own Secret (spec.sync.git.secretRef of the WorkloadCluster).
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|git|file)://[^/]*@') && !self.matches('^[a-z+]+://[^/@]*:[^/@]*@')",message="syncURL must not carry credentials (it is written into git): give the agents their credentials through spec.sync.git.secretRef of the WorkloadCluster; ssh URLs may name a user, never a password"
 	// +optional
 	SyncURL string `json:"syncURL,omitempty"`
 

@@ -88,6 +88,9 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{"repository without url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "" }), "spec.git.url"},
 		{"repository scp-style url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "git@github.com:org/repo.git" }), "url must start with http://, https://, ssh:// or file://"},
 		{"repository url with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "https://bob:hunter2@git.example/x.git" }), "url must not carry credentials"},
+		{"repository syncURL with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "https://bob:hunter2@git.example/x.git" }), "syncURL must not carry credentials"},
+		{"repository syncURL with token", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "https://ghp_token@git.example/x.git" }), "syncURL must not carry credentials"},
+		{"repository ssh syncURL with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "ssh://git:hunter2@git.example/x.git" }), "syncURL must not carry credentials"},
 		{"repository ftp syncURL", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "ftp://git.example/x" }), "syncURL must be an http(s)://"},
 		{"repository directory escapes", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Directory = "clusters/../../etc" }), "directory must not contain '..' segments"},
 		{"repository directory with spaces", repo(func(r *v1alpha1.Repository) { r.Spec.Git.Directory = "my dir" }), "directory may only contain"},
@@ -212,5 +215,16 @@ func TestDefaults(t *testing.T) {
 		r.Spec.Git.Branch, r.Spec.Git.Directory, r.Spec.Interval.Duration)
 	if want := "ConfigSync deployed-packages Automatic none main / 1m0s"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
+	}
+}
+
+// syncURLs without credentials are accepted, ssh ones naming a user included.
+func TestSyncURLsWithoutCredentialsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, u := range []string{"https://git.example/x.git", "ssh://git@git.example/x.git", "git@git.example:fleet/x.git", "git://git.example/x.git", "https://git.example/a@b.git"} {
+		if err := env.Client.Create(ctx, repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = u })); err != nil {
+			t.Errorf("syncURL %s: %v", u, err)
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -26,6 +25,9 @@ var ErrKubeconfig = errors.New("kubeconfig secret")
 // Clients caches one client per cluster; a changed kubeconfig replaces it. Safe for concurrent
 // use.
 type Clients struct {
+	// Policy is what a kubeconfig Secret may ask for beyond embedded data; set it before first use.
+	Policy Policy
+
 	mu      sync.Mutex
 	clients map[client.ObjectKey]entry
 }
@@ -75,10 +77,9 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if e, ok := c.clients[id]; ok && e.sum == sum {
 		return e.client, nil
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	cfg, err := c.Policy.RESTConfig(data)
 	if err != nil {
-		// The parse error may quote the kubeconfig; say only where it is.
-		return nil, fmt.Errorf("%w %s/%s key %q is not a valid kubeconfig", ErrKubeconfig, cluster.Namespace, ref.Name, key)
+		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, key, err)
 	}
 	cl, err := client.New(cfg, client.Options{})
 	if err != nil {

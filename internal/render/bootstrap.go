@@ -25,6 +25,9 @@ type Source struct {
 // revision) and apply the deployed-packages directory, pruning what leaves it. namespace
 // overrides the engine's default namespace for them.
 func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) ([]byte, error) {
+	if err := checkURL(src.RepoURL); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
 	dir := "/" + PackagePath(src.Directory, PackageName(cluster))
 	meta := func(ns string) map[string]any {
 		if namespace != "" {

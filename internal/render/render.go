@@ -76,6 +76,9 @@ func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, e
 	}
 	out := Package{Files: map[string][]byte{"Kptfile": kptfile}}
 	for _, p := range sorted {
+		if err := checkURL(p.RepoURL); err != nil {
+			return Package{}, fmt.Errorf("deployment %s: %w", p.Deployment.Name, err)
+		}
 		pc := pinContext{cluster: cluster, pin: p, ref: refs[p.Deployment.Name], wave: waves[p.Deployment.Name]}
 		for _, d := range p.Deployment.Spec.DependsOn {
 			if ref, ok := refs[d.Name]; ok {

@@ -169,7 +169,7 @@ func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment,
 	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, gvk, ref.Namespace, ref.Name, r.healthInterval())
 	switch {
 	case err != nil:
-		return health.Result{Reason: "ClusterUnreachable", Message: err.Error()}
+		return health.Result{Reason: remotecluster.Reason(err, "ClusterUnreachable"), Message: err.Error()}
 	case obj == nil:
 		return health.Missing(ref.Kind, ref.Name)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -37,7 +38,7 @@ func reason(err error) (string, bool) {
 // not change Ready: publishing worked either way.
 func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
 	if err != nil {
-		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, false, "BootstrapFailed", err.Error())
+		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, false, remotecluster.Reason(err, "BootstrapFailed"), err.Error())
 		return
 	}
 	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, true, "Applied",

@@ -19,11 +19,12 @@ type RepositorySpec struct {
 // GitRepository is the git side of a Repository.
 // +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || size(self.syncURL) == 0 || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
 type GitRepository struct {
-	// URL is what flotilla clones and pushes: http(s)://, ssh:// or file://.
+	// URL is what flotilla clones and pushes: http(s)://, ssh://, scp-style user@host:path, or
+	// file:// (refused unless the controller runs with --allow-local-repositories).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh|file)://.+$')",message="url must start with http://, https://, ssh:// or file://"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="url must not carry credentials; put them in a Secret named by secretRef"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh|file)://.+$') || self.matches('^[^@/:]+@[^:/]+:.+$')",message="url must start with http://, https://, ssh:// or file://, or be scp-style user@host:path"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@') && !self.matches('^ssh://[^/@]*:[^/@]*@')",message="url must not carry credentials; put them in a Secret named by secretRef"
 	URL string `json:"url"`
 
 	// SyncURL is the URL the clusters' GitOps agents use to read this repository. Default: url.
@@ -51,7 +52,12 @@ type GitRepository struct {
 	// +optional
 	Directory string `json:"directory,omitempty"`
 
-	// SecretRef names a Secret in the same namespace with username+password or bearerToken.
+	// SecretRef names a Secret in the same namespace with the credentials, under the keys Flux
+	// uses: `username`+`password` or `bearerToken` for http(s); `identity` (a private key),
+	// `known_hosts` (the server's host key lines, as `ssh-keyscan` prints them; required, host
+	// keys are never trusted blindly) and optionally `password` (the key's passphrase) for ssh;
+	// `ca.crt` (PEM) for an https server whose certificate a private CA signed, alone or with
+	// either http form.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }

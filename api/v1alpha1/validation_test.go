@@ -86,7 +86,9 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		want string
 	}{
 		{"repository without url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "" }), "spec.git.url"},
-		{"repository scp-style url", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "git@github.com:org/repo.git" }), "url must start with http://, https://, ssh:// or file://"},
+		{"repository scp-style url with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "git:hunter2@github.com:org/repo.git" }), "url must start with http://, https://, ssh:// or file://, or be scp-style"},
+		{"repository bare path", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "/srv/git/catalog.git" }), "url must start with http://, https://, ssh:// or file://, or be scp-style"},
+		{"repository ssh url with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "ssh://git:hunter2@git.example/x.git" }), "url must not carry credentials"},
 		{"repository url with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "https://bob:hunter2@git.example/x.git" }), "url must not carry credentials"},
 		{"repository syncURL with password", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "https://bob:hunter2@git.example/x.git" }), "syncURL must not carry credentials"},
 		{"repository syncURL with token", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = "https://ghp_token@git.example/x.git" }), "syncURL must not carry credentials"},
@@ -225,6 +227,17 @@ func TestSyncURLsWithoutCredentialsAreAccepted(t *testing.T) {
 	for _, u := range []string{"https://git.example/x.git", "ssh://git@git.example/x.git", "git@git.example:fleet/x.git", "git://git.example/x.git", "https://git.example/a@b.git"} {
 		if err := env.Client.Create(ctx, repo(func(r *v1alpha1.Repository) { r.Spec.Git.SyncURL = u })); err != nil {
 			t.Errorf("syncURL %s: %v", u, err)
+		}
+	}
+}
+
+// Every URL form flotilla reads is accepted, scp-style included.
+func TestURLsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, u := range []string{"https://git.example/x.git", "ssh://git@git.example:2222/x.git", "git@github.com:org/repo.git", "file:///srv/git/x.git"} {
+		if err := env.Client.Create(ctx, repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = u })); err != nil {
+			t.Errorf("url %s: %v", u, err)
 		}
 	}
 }

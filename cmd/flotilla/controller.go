@@ -20,8 +20,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/internal/controller"
+	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
+	"github.com/flotilla-dev/flotilla/internal/specialize"
 )
 
 type controllerOptions struct {
@@ -34,7 +36,8 @@ type controllerOptions struct {
 	allowLocal       bool
 	healthInterval   time.Duration
 	watchSelector    string
-	allowExec        bool
+	execFunctions    []string
+	objectKinds      []string
 	workers          int
 	reconcileTimeout time.Duration
 	zap              zap.Options
@@ -60,7 +63,8 @@ func controllerCmd() *cobra.Command {
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
-	f.BoolVar(&o.allowExec, "allow-exec-functions", false, "let variant pipelines run exec: KRM functions on the controller's machine (they come from blueprint repositories: trust them first)")
+	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
+	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -120,8 +124,15 @@ func runController(o controllerOptions) error {
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
+	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
+		return fmt.Errorf("--allow-exec-functions: %w", err)
+	}
+	objectKinds, err := packageset.ParseKinds(o.objectKinds)
+	if err != nil {
+		return fmt.Errorf("--objects-generator-kinds: %w", err)
+	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: o.healthInterval, AllowExec: o.allowExec, Workers: o.workers}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

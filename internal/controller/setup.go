@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -29,8 +30,13 @@ import (
 type Options struct {
 	// HealthInterval is how often sync health is re-read from workload clusters (default 10s).
 	HealthInterval time.Duration
-	// AllowExec lets variant pipelines run exec functions on the controller's machine.
-	AllowExec bool
+	// ExecFunctions names the executables variant pipelines may run as exec functions on the
+	// controller's machine (--allow-exec-functions, see specialize.CheckExecAllowlist); none when
+	// empty.
+	ExecFunctions []string
+	// ObjectsGeneratorKinds are the kinds PackageSets' objects generators may read and watch
+	// (--objects-generator-kinds, see packageset.ParseKinds); none when empty.
+	ObjectsGeneratorKinds []schema.GroupKind
 	// Workers is how many WorkloadClusters (publishes) and PackageDeployments are reconciled at
 	// once, each (default DefaultWorkers). PackageSets and Repositories have one worker each.
 	Workers int
@@ -61,7 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
-		&packageset.Reconciler{Client: c, APIReader: reader, Git: store, Exec: specialize.ExecPolicy{Allow: opts.AllowExec}},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: store, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
 	}
 	for _, r := range reconcilers {

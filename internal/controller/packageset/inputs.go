@@ -30,7 +30,11 @@ func (r *Reconciler) inputs(ctx context.Context, set *v1alpha1.PackageSet) (gene
 	for _, c := range clusters.Items {
 		in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context})
 	}
-	for _, gvk := range objectKinds(set) {
+	kinds := objectKinds(set)
+	if err := r.checkKinds(kinds); err != nil {
+		return in, err
+	}
+	for _, gvk := range kinds {
 		objs, err := r.objects(ctx, set.Namespace, gvk)
 		if err != nil {
 			return in, err
@@ -45,10 +49,11 @@ func (r *Reconciler) inputs(ctx context.Context, set *v1alpha1.PackageSet) (gene
 	return in, nil
 }
 
-// objects lists the objects of one kind in the namespace, and makes sure changes to that kind
-// re-reconcile the sets that use it.
+// objects lists the objects of one (allowed) kind in the set's namespace, and only there: a
+// tenant's set reads nothing of other namespaces. It makes sure changes to that kind re-reconcile
+// the sets that use it.
 func (r *Reconciler) objects(ctx context.Context, namespace string, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	if err := r.watchKind(gvk); err != nil {
+	if err := r.watchKind(gvk.GroupKind()); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
 	}
 	list := &unstructured.UnstructuredList{}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,15 +48,19 @@ type Reconciler struct {
 	APIReader client.Reader
 	Git       Git
 
-	// Exec says whether variant pipelines may run exec functions on the controller.
+	// Exec says which exec functions variant pipelines may run on the controller.
 	Exec specialize.ExecPolicy
+	// ObjectKinds are the kinds objects generators may read (--objects-generator-kinds): a set
+	// naming another kind is refused, and each allowed kind is watched at most once.
+	ObjectKinds []schema.GroupKind
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
 	controller controller.Controller
 	cache      cacheSource
+	mapper     meta.RESTMapper
 	watchedMu  sync.Mutex
-	watched    map[schema.GroupVersionKind]bool
+	watched    map[schema.GroupKind]bool
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets,verbs=get;list;watch;patch
@@ -98,6 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	in, err := r.inputs(ctx, set)
 	if err != nil {
 		setGeneratorFailed(set, err, len(owned))
+		if isKindNotServed(err) {
+			// Nothing watches a kind that is not served; its CRD may come later.
+			return ctrl.Result{RequeueAfter: kindRetry}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	result, err := generate.Generate(in)
@@ -151,6 +160,10 @@ func (r *Reconciler) owned(ctx context.Context, reader client.Reader, set *v1alp
 	}
 	return out, nil
 }
+
+// kindRetry is how often a set whose objects generator names a kind the API server does not serve
+// looks again.
+const kindRetry = time.Minute
 
 // applyWorkers bounds the writes a set makes at once: a new set over thousands of clusters
 // creates thousands of deployments, and one at a time that is thousands of API round trips.

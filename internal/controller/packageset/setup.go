@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -33,7 +32,7 @@ const deploymentDelay = 2 * time.Second
 // selected) changes its labels or spec, when its blueprint repository changes, and when an object
 // its objects generator reads changes: never for events that cannot affect it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.cache = mgr.GetCache()
+	r.cache, r.mapper = mgr.GetCache(), mgr.GetRESTMapper()
 	clusterChange := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PackageSet{}, builder.WithPredicates(enqueue.NotStatusOnly())).
@@ -55,22 +54,29 @@ func ownerSet(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
 }
 
-// watchKind starts, once per kind, a watch on the objects an objects generator reads.
-func (r *Reconciler) watchKind(gvk schema.GroupVersionKind) error {
+// watchKind starts, once per kind (whatever versions sets name), a watch on the objects an
+// objects generator reads. Kinds reach it only from the operator's allowlist (checkKinds), so the
+// allowlist bounds the watches however many sets and kinds tenants write. The watch keeps only
+// metadata: it tells which namespace changed, and the generator reads the objects themselves.
+func (r *Reconciler) watchKind(gk schema.GroupKind) error {
 	r.watchedMu.Lock()
 	defer r.watchedMu.Unlock()
-	if r.watched[gvk] || r.controller == nil {
+	if r.watched[gk] || r.controller == nil {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	if err := r.controller.Watch(source.Kind[client.Object](r.cache, u, handler.EnqueueRequestsFromMapFunc(r.forObject(gvk)))); err != nil {
+	mapping, err := r.mapper.RESTMapping(gk)
+	if err != nil {
+		return err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := r.controller.Watch(source.Kind[client.Object](r.cache, obj, handler.EnqueueRequestsFromMapFunc(r.forObject(gk)))); err != nil {
 		return err
 	}
 	if r.watched == nil {
-		r.watched = map[schema.GroupVersionKind]bool{}
+		r.watched = map[schema.GroupKind]bool{}
 	}
-	r.watched[gvk] = true
+	r.watched[gk] = true
 	return nil
 }
 
@@ -112,8 +118,9 @@ func (r *Reconciler) forRepository(ctx context.Context, o client.Object) []recon
 	return requests(o.GetNamespace(), sets)
 }
 
-// forObject finds the sets whose objects generator reads objects of gvk in the object's namespace.
-func (r *Reconciler) forObject(gvk schema.GroupVersionKind) handler.MapFunc {
+// forObject finds the sets whose objects generator reads objects of the kind in the object's
+// namespace.
+func (r *Reconciler) forObject(gk schema.GroupKind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list v1alpha1.PackageSetList
 		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
@@ -122,7 +129,7 @@ func (r *Reconciler) forObject(gvk schema.GroupVersionKind) handler.MapFunc {
 		sets := map[string]bool{}
 		for i := range list.Items {
 			for _, k := range objectKinds(&list.Items[i]) {
-				if k == gvk {
+				if k.GroupKind() == gk {
 					sets[list.Items[i].Name] = true
 				}
 			}

@@ -19,10 +19,15 @@ const maxProblems = 10
 
 func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) {
 	reason, userError := "GeneratorFailed", true
-	if errors.Is(err, errRepositoryNotFound) {
+	switch {
+	case errors.Is(err, errRepositoryNotFound):
 		reason = "RepositoryNotFound"
-	} else if r, s := gitremote.Reason(err); r != "GitError" {
-		reason, userError = r, s
+	case isKindNotAllowed(err):
+		reason = "KindNotAllowed"
+	default:
+		if r, s := gitremote.Reason(err); r != "GitError" {
+			reason, userError = r, s
+		}
 	}
 	msg := fmt.Sprintf("%v; keeping the %d existing deployments", err, kept)
 	if userError {

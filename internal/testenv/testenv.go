@@ -122,7 +122,10 @@ func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store := pkgrepo.NewStore(cacheDir)
 	store.RefreshInterval = time.Nanosecond // tests publish tags and expect them seen at once
-	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: 2 * time.Second}); err != nil {
+	opts := controller.Options{HealthInterval: 2 * time.Second}
+	opts.ExecFunctions = []string{ExecFunction()}
+	opts.ObjectsGeneratorKinds = []schema.GroupKind{ObjectsGeneratorKind}
+	if err := controller.Setup(ctx, mgr, store, opts); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -133,6 +136,17 @@ func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 		return <-done
 	}, nil
 }
+
+// ExecFunction is the one exec KRM function StartManager's controller allows
+// (--allow-exec-functions): testdata/exec-function.sh, which changes "greeting: hello" values to
+// "greeting: hello-from-exec".
+func ExecFunction() string {
+	return filepath.Join(Root(), "internal", "testenv", "testdata", "exec-function.sh")
+}
+
+// ObjectsGeneratorKind is the one kind StartManager's controller lets objects generators read
+// (--objects-generator-kinds). Its CRD is not installed: the tests that use it install one.
+var ObjectsGeneratorKind = schema.GroupKind{Group: "infra.nephio.org", Kind: "WorkloadCluster"}
 
 // GVK is a shorthand for tests that create unstructured third-party objects.
 func GVK(group, version, kind string) schema.GroupVersionKind {

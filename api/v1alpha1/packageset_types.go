@@ -117,7 +117,8 @@ type KptFunction struct {
 	// Image names the function, e.g. gcr.io/kpt-fn/set-namespace:v0.4.1.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// Exec runs a binary on the controller (only when the controller allows exec functions).
+	// Exec runs an executable on the controller: only one its --allow-exec-functions names (by
+	// name on PATH or absolute path); any other is a problem of the target.
 	// +optional
 	Exec string `json:"exec,omitempty"`
 	// ConfigMap is the function's configuration.
@@ -205,8 +206,9 @@ type LeafGenerator struct {
 	// +optional
 	List []ListElement `json:"list,omitempty"`
 
-	// Objects selects objects of any kind in the set's namespace; clusterExpr names each one's
-	// cluster (Nephio's infra.nephio.org WorkloadCluster objects, for example).
+	// Objects selects objects of a kind the controller allows (--objects-generator-kinds) in the
+	// set's namespace; clusterExpr names each one's cluster (Nephio's infra.nephio.org
+	// WorkloadCluster objects, for example).
 	// +optional
 	Objects *ObjectGenerator `json:"objects,omitempty"`
 }
@@ -229,7 +231,8 @@ type ListElement struct {
 	Values map[string]string `json:"values,omitempty"`
 }
 
-// ObjectGenerator selects objects of any kind.
+// ObjectGenerator selects objects of one kind, among those the controller's
+// --objects-generator-kinds allows (others are refused: KindNotAllowed).
 type ObjectGenerator struct {
 	// APIVersion of the objects, e.g. infra.nephio.org/v1alpha1.
 	// +kubebuilder:validation:MinLength=1

@@ -19,13 +19,13 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 )
 
-// TestKubeconfigSecretsRunNothingAndReadNoFile gives WorkloadClusters kubeconfigs that would run a
+// TestKubeconfigRefused gives WorkloadClusters kubeconfigs that would run a
 // process or read files of the controller's machine. Each is refused before client-go sees it:
 // Bootstrapped=False (KubeconfigRefused) names what was refused, the exec plugin never runs (its
 // marker file never appears), and no file path is opened (each points at a FIFO, whose open for
 // reading would block until a writer comes: a non-blocking open for writing fails with ENXIO as
 // long as nobody opened it for reading).
-func TestKubeconfigSecretsRunNothingAndReadNoFile(t *testing.T) {
+func TestKubeconfigRefused(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

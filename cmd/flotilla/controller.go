@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/internal/controller"
+	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
@@ -36,6 +38,7 @@ type controllerOptions struct {
 	allowLocal       bool
 	healthInterval   time.Duration
 	watchSelector    string
+	watchNamespaces  []string
 	execFunctions    []string
 	objectKinds      []string
 	workers          int
@@ -62,6 +65,7 @@ func controllerCmd() *cobra.Command {
 	f.BoolVar(&o.allowLocal, "allow-local-repositories", false, "let Repositories name file:// URLs and paths on the controller's machine (demos, benchmarks, tests); off, anyone who may create a Repository could read the controller's disk")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
+	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "reconcile and read only in these namespaces (comma-separated; default all): the ServiceAccount then needs a Role in each, and no cluster-wide access")
 	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
 	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
 	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
@@ -88,14 +92,6 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func runController(o controllerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	// Flags first: a typo must not wait for an API server.
-	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
-		return fmt.Errorf("--allow-exec-functions: %w", err)
-	}
-	objectKinds, err := packageset.ParseKinds(o.objectKinds)
-	if err != nil {
-		return fmt.Errorf("--objects-generator-kinds: %w", err)
-	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -104,14 +100,22 @@ func runController(o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("--watch-label-selector: %w", err)
 	}
+	namespaces, err := namespaced.Parse(o.watchNamespaces)
+	if err != nil {
+		return fmt.Errorf("--watch-namespaces: %w", err)
+	}
 	leaderID := "flotilla.flotilla.dev"
-	if o.watchSelector != "" {
+	if o.watchSelector != "" || len(namespaces) > 0 {
 		// One leader per shard: replicas of different shards must not wait for each other.
-		sum := sha256.Sum256([]byte(sel.String()))
+		shard := sel.String()
+		if len(namespaces) > 0 {
+			shard += " namespaces=" + strings.Join(namespaces, ",")
+		}
+		sum := sha256.Sum256([]byte(shard))
 		leaderID = fmt.Sprintf("flotilla-%x.flotilla.dev", sum[:4])
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache: cacheOptions(sel),
+		Cache: namespaced.Cache(cacheOptions(sel), namespaces),
 		// A git server that hangs must not hold a worker forever.
 		Controller:              config.Controller{ReconciliationTimeout: o.reconcileTimeout},
 		Scheme:                  scheme.New(),
@@ -132,8 +136,15 @@ func runController(o controllerOptions) error {
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
+	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
+		return fmt.Errorf("--allow-exec-functions: %w", err)
+	}
+	objectKinds, err := packageset.ParseKinds(o.objectKinds)
+	if err != nil {
+		return fmt.Errorf("--objects-generator-kinds: %w", err)
+	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -4,6 +4,10 @@
 // becomes a template whose namespace is the release's, and the controller Deployment's image,
 // replicas, args and resources become values (their defaults are config/default's).
 //
+// The value watchNamespaces turns the install into config/namespaced's: every ClusterRole and
+// ClusterRoleBinding is rendered instead as a Role and RoleBinding in each watched namespace,
+// and the controller gets --watch-namespaces.
+//
 // Run it through hack/helm-chart.sh (`make helm`).
 package main
 
@@ -82,6 +86,17 @@ func run(root, version string) error {
 		if err != nil {
 			return err
 		}
+		switch kind {
+		case "ClusterRole", "ClusterRoleBinding":
+			// Cluster-wide only when no namespace is watched; else one namespaced copy per namespace.
+			// The header inside the condition: an unused template renders to nothing at all.
+			t = "{{- if not .Values.watchNamespaces }}\n" + t + "{{- end }}\n"
+			nkind, namespaced, err := perNamespace(r, obj)
+			if err != nil {
+				return err
+			}
+			files[filepath.Join("templates", strings.ToLower(nkind)+"-"+name+".yaml")] = namespaced
+		}
 		files[filepath.Join("templates", strings.ToLower(kind)+"-"+name+".yaml")] = t
 	}
 	if _, ok := files["values.yaml"]; !ok {
@@ -112,12 +127,14 @@ const (
 	phPull      = "__VALUES_PULL_POLICY__"
 	phArgs      = "__VALUES_ARGS__"
 	phResources = "__VALUES_RESOURCES__"
+	phWatched   = "__VALUES_WATCHED_NAMESPACE__"
 )
 
 var scalars = map[string]string{
 	phReplicas: "{{ .Values.replicas }}",
 	phImage:    `"{{ .Values.image.repository }}:{{ .Values.image.tag }}"`,
 	phPull:     "{{ .Values.image.pullPolicy }}",
+	phWatched:  "{{ . }}", // inside range .Values.watchNamespaces
 }
 
 var blocks = map[string]string{
@@ -152,7 +169,11 @@ func extractValues(obj map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return header + "# The controller Deployment's image, replicas, args (the whole list) and resources.\n" + string(y), nil
+	return header + "# The controller Deployment's image, replicas, args (the whole list) and resources.\n" + string(y) +
+		"# Namespaces to watch (config/namespaced): the controller gets --watch-namespaces, and a Role and\n" +
+		"# RoleBinding in each of these namespaces (which must exist) replace its ClusterRole and\n" +
+		"# ClusterRoleBinding. Empty: every namespace, through the ClusterRole.\n" +
+		"watchNamespaces: []\n", nil
 }
 
 func container(spec map[string]any) (map[string]any, error) {
@@ -182,10 +203,50 @@ func template(r *resource.Resource, obj map[string]any) (string, error) {
 		if v, ok := scalars[ph]; ok {
 			return prefix + key + ": " + v
 		}
-		return fmt.Sprintf("%s%s:\n{{- toYaml %s | nindent %d }}", prefix, key, blocks[ph], len(prefix)+2)
+		out := fmt.Sprintf("%s%s:\n{{- toYaml %s | nindent %d }}", prefix, key, blocks[ph], len(prefix)+2)
+		if ph == phArgs {
+			// The flag follows the value, after the args: as config/namespaced's patch appends it.
+			out += fmt.Sprintf("\n{{- with .Values.watchNamespaces }}\n%s- --watch-namespaces={{ join \",\" . }}\n{{- end }}", strings.Repeat(" ", len(prefix)+2))
+		}
+		return out
 	})
 	if strings.Contains(s, "__VALUES_") {
 		return "", fmt.Errorf("%s %s: a placeholder was not replaced", r.GetKind(), r.GetName())
 	}
 	return header + s, nil
+}
+
+// perNamespace is the template of the namespaced copies of a ClusterRole (a Role) or a
+// ClusterRoleBinding (a RoleBinding of that Role), one in each of .Values.watchNamespaces. It
+// returns the copies' kind.
+func perNamespace(r *resource.Resource, obj map[string]any) (string, string, error) {
+	kind := strings.TrimPrefix(r.GetKind(), "Cluster")
+	cp := map[string]any{}
+	for k, v := range obj {
+		cp[k] = v
+	}
+	meta := map[string]any{}
+	for k, v := range obj["metadata"].(map[string]any) {
+		meta[k] = v
+	}
+	meta["namespace"] = phWatched
+	cp["kind"], cp["metadata"] = kind, meta
+	if kind == "RoleBinding" {
+		ref := map[string]any{}
+		for k, v := range obj["roleRef"].(map[string]any) {
+			ref[k] = v
+		}
+		if ref["kind"] != "ClusterRole" {
+			return "", "", fmt.Errorf("ClusterRoleBinding %s binds a %v, not a ClusterRole", r.GetName(), ref["kind"])
+		}
+		ref["kind"] = "Role"
+		cp["roleRef"] = ref
+	}
+	t, err := template(r, cp)
+	if err != nil {
+		return "", "", err
+	}
+	// Inside range, "." is the namespace: the release is reached through "$".
+	t = strings.ReplaceAll(t, "{{ .Release.Namespace }}", "{{ $.Release.Namespace }}")
+	return kind, "{{- range .Values.watchNamespaces }}\n---\n" + t + "{{- end }}\n", nil
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
@@ -21,10 +22,8 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/specialize"
 )
 
-// Leader election (--leader-elect) keeps a Lease.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-// Leader election records core/v1 events about the lease.
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Leader election (--leader-elect) keeps a Lease and records core/v1 Events about it, both in one
+// namespace: config/rbac/leader_election_role.yaml grants them there, not in this ClusterRole.
 
 // Options tune the reconcilers.
 type Options struct {
@@ -40,6 +39,9 @@ type Options struct {
 	// Workers is how many WorkloadClusters (publishes) and PackageDeployments are reconciled at
 	// once, each (default DefaultWorkers). PackageSets and Repositories have one worker each.
 	Workers int
+	// WatchNamespaces, when not empty, confines the reads that go past the cache to these
+	// namespaces (--watch-namespaces; the manager's cache is restricted with namespaced.Cache).
+	WatchNamespaces []string
 }
 
 // DefaultWorkers is the default of Options.Workers: publishing waits on git round trips, so a
@@ -58,7 +60,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	if err := index.Setup(ctx, mgr); err != nil {
 		return fmt.Errorf("set up indexes: %w", err)
 	}
-	c, reader := mgr.GetClient(), mgr.GetAPIReader()
+	c := mgr.GetClient()
+	reader := namespaced.Reader(mgr.GetAPIReader(), c, opts.WatchNamespaces)
 	clients := &remotecluster.Clients{}
 	workers := opts.Workers
 	if workers <= 0 {

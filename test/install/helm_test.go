@@ -16,13 +16,19 @@ import (
 // helmTemplate renders charts/flotilla as `helm template --include-crds -n flotilla-system`.
 func helmTemplate(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
+	return helmTemplateIn(t, "flotilla-system", values)
+}
+
+// helmTemplateIn renders charts/flotilla as `helm template --include-crds -n NAMESPACE`.
+func helmTemplateIn(t *testing.T, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
 	chart, err := loader.Load(filepath.Join(root(), "charts", "flotilla"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
-	install.ReleaseName, install.Namespace = "flotilla", "flotilla-system"
+	install.ReleaseName, install.Namespace = "flotilla", namespace
 	rel, err := install.Run(chart, values)
 	if err != nil {
 		t.Fatalf("render the chart: %v", err)
@@ -33,25 +39,32 @@ func helmTemplate(t *testing.T, values map[string]any) []*unstructured.Unstructu
 // TestHelmChartMatchesKustomize: with default values the chart yields config/default's objects,
 // field for field, except the Namespace (helm install --create-namespace makes it).
 func TestHelmChartMatchesKustomize(t *testing.T) {
+	sameObjects(t, "config/default", nil)
+}
+
+// sameObjects checks that the chart rendered with values yields the kustomize build of dir,
+// field for field, except the Namespace.
+func sameObjects(t *testing.T, dir string, values map[string]any) {
+	t.Helper()
 	want := map[string]*unstructured.Unstructured{}
-	for _, o := range kustomize(t, "config/default") {
+	for _, o := range kustomize(t, dir) {
 		if o.GetKind() != "Namespace" {
 			want[id(o)] = o
 		}
 	}
 	got := map[string]*unstructured.Unstructured{}
-	for _, o := range helmTemplate(t, nil) {
+	for _, o := range helmTemplate(t, values) {
 		got[id(o)] = o
 	}
 	if diff := cmp.Diff(keys(want), keys(got)); diff != "" {
-		t.Fatalf("objects (-kustomize +helm):\n%s", diff)
+		t.Fatalf("objects (-kustomize %s +helm):\n%s", dir, diff)
 	}
 	for k, w := range want {
 		if diff := cmp.Diff(w.Object, got[k].Object); diff != "" {
 			if len(diff) > 4000 {
 				diff = diff[:4000] + "\n..."
 			}
-			t.Errorf("%s differs (-kustomize +helm); run `make helm`:\n%s", k, diff)
+			t.Errorf("%s differs (-kustomize %s +helm); run `make helm`:\n%s", k, dir, diff)
 		}
 	}
 }

@@ -104,14 +104,27 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 		return ptr.Deref(lease.Spec.HolderIdentity, "")
 	}, time.Minute, 200*time.Millisecond).ShouldNot(Or(BeEmpty(), ContainSubstring("not found")), "leader election lease")
 
-	fleet, edgeRepo := newFleet(t)
+	const fleet = "fleet"
+	edgeRepo := newFleet(t, fleet, gittest.NewServer(t, gittest.WithBasicAuth("flotilla", "s3cret")))
+	expectFleetDeploys(t, logs, fleet, edgeRepo)
+	if l := logs.String(); strings.Contains(l, "forbidden") {
+		t.Errorf("the controller was refused something its RBAC should grant:\n%s", grep(l, "forbidden"))
+	}
+}
+
+// expectFleetDeploys waits for newFleet's objects in ns to become Ready and for the cluster's
+// first deployed-packages revision in edgeRepo, failing at once when the controller's log shows
+// a refused request.
+func expectFleetDeploys(t *testing.T, logs *syncBuffer, ns, edgeRepo string) {
+	t.Helper()
+	g := NewWithT(t)
 	// A refused request shows in the log long before a condition times out: stop at once.
 	readyOf := func(obj client.Object, name string) func() string {
 		return func() string {
 			if l := logs.String(); strings.Contains(l, "forbidden") {
 				StopTrying("the controller was refused something its RBAC should grant:\n" + grep(l, "forbidden")).Now()
 			}
-			return ready(t, obj, fleet, name)
+			return ready(t, obj, ns, name)
 		}
 	}
 	g.Eventually(readyOf(&v1alpha1.Repository{}, "catalog"), time.Minute, 200*time.Millisecond).Should(Equal("True Fetched"))
@@ -119,19 +132,14 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 	g.Eventually(readyOf(&v1alpha1.WorkloadCluster{}, "edge01"), time.Minute, 200*time.Millisecond).Should(Equal("True Published"))
 	g.Eventually(readyOf(&v1alpha1.PackageSet{}, "hello"), time.Minute, 200*time.Millisecond).Should(Equal("True Ready"))
 	g.Expect(gittest.Tags(t, edgeRepo)).To(HaveKey("deployed-packages/v1"))
-
-	if l := logs.String(); strings.Contains(l, "forbidden") {
-		t.Errorf("the controller was refused something its RBAC should grant:\n%s", grep(l, "forbidden"))
-	}
 }
 
-// newFleet creates, in a new namespace, a catalog with nginx-hello v1 and a cluster repository
-// behind a git server that wants credentials, and a PackageSet deploying the package to the
-// cluster. It returns the namespace and the cluster repository's directory.
-func newFleet(t *testing.T) (string, string) {
+// newFleet creates, in a new namespace ns, a catalog with nginx-hello v1 and a cluster
+// repository on git, a Secret "git" with the credentials gittest.WithBasicAuth("flotilla",
+// "s3cret") wants, and a PackageSet deploying the package to the cluster. It returns the cluster
+// repository's directory.
+func newFleet(t *testing.T, ns string, git *gittest.Server) string {
 	t.Helper()
-	const ns = "fleet"
-	git := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", "s3cret"))
 	git.CreateRepo(t, "catalog")
 	git.CreateRepo(t, "edge01")
 	gittest.Commit(t, git.Dir("catalog"), "nginx-hello", map[string]string{
@@ -147,8 +155,11 @@ func newFleet(t *testing.T) (string, string) {
 			},
 		}
 	}
+	// The namespace may exist already: an install may need it first.
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns}, StringData: map[string]string{"username": "flotilla", "password": "s3cret"}},
 		repo("catalog"),
 		repo("edge01"),
@@ -170,7 +181,7 @@ func newFleet(t *testing.T) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	return ns, git.Dir("edge01")
+	return git.Dir("edge01")
 }
 
 // ready is "<status> <reason>" of obj's Ready condition.

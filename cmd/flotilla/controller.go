@@ -92,6 +92,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func runController(o controllerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	// Flags first: a typo must not wait for an API server.
+	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
+		return fmt.Errorf("--allow-exec-functions: %w", err)
+	}
+	objectKinds, err := packageset.ParseKinds(o.objectKinds)
+	if err != nil {
+		return fmt.Errorf("--objects-generator-kinds: %w", err)
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -136,13 +144,6 @@ func runController(o controllerOptions) error {
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
-	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
-		return fmt.Errorf("--allow-exec-functions: %w", err)
-	}
-	objectKinds, err := packageset.ParseKinds(o.objectKinds)
-	if err != nil {
-		return fmt.Errorf("--objects-generator-kinds: %w", err)
-	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers}); err != nil {
 		return err

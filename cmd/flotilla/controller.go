@@ -100,6 +100,10 @@ func runController(o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("--objects-generator-kinds: %w", err)
 	}
+	namespaces, err := namespaced.Parse(o.watchNamespaces)
+	if err != nil {
+		return fmt.Errorf("--watch-namespaces: %w", err)
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -107,10 +111,6 @@ func runController(o controllerOptions) error {
 	sel, err := labels.Parse(o.watchSelector)
 	if err != nil {
 		return fmt.Errorf("--watch-label-selector: %w", err)
-	}
-	namespaces, err := namespaced.Parse(o.watchNamespaces)
-	if err != nil {
-		return fmt.Errorf("--watch-namespaces: %w", err)
 	}
 	leaderID := "flotilla.flotilla.dev"
 	if o.watchSelector != "" || len(namespaces) > 0 {

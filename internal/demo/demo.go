@@ -57,6 +57,13 @@ func (d *sandbox) repoURL(name string) string {
 	return "file://" + filepath.Join(d.dir, "git", name+".git")
 }
 
+// remote is repository name as the offline run reads it: the sandbox's Repository objects are in
+// namespace fleet without a Secret, so their mirrors have scope "fleet/", and what the demo
+// publishes through the same mirror is seen at once.
+func (d *sandbox) remote(name string) pkgrepo.Remote {
+	return pkgrepo.Remote{URL: d.repoURL(name), Scope: "fleet/"}
+}
+
 func (d *sandbox) setup(ctx context.Context) error {
 	for _, name := range []string{"catalog", "edge01", "edge02", "core01"} {
 		if _, err := git.PlainInit(filepath.Join(d.dir, "git", name+".git"), true); err != nil {
@@ -96,7 +103,7 @@ func PublishPackage(ctx context.Context, store *pkgrepo.Store, catalog pkgrepo.R
 
 // publishPackage publishes the next revision of a catalog package and says so.
 func (d *sandbox) publishPackage(ctx context.Context, name, image string) error {
-	res, err := PublishPackage(ctx, d.store, pkgrepo.Remote{URL: d.repoURL("catalog")}, name, image)
+	res, err := PublishPackage(ctx, d.store, d.remote("catalog"), name, image)
 	if err != nil {
 		return err
 	}
@@ -156,7 +163,7 @@ func (d *sandbox) printTags(repo string) error {
 }
 
 func (d *sandbox) printSyncObject(ctx context.Context, cluster, pkg, deployment string) error {
-	remote := pkgrepo.Remote{URL: d.repoURL(cluster)}
+	remote := d.remote(cluster)
 	rev, err := d.store.Resolve(ctx, remote, pkg, "v2")
 	if err != nil {
 		return err

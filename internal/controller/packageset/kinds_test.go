@@ -18,9 +18,9 @@ func TestParseKinds(t *testing.T) {
 		t.Errorf("ParseKinds (-want +got):\n%s", diff)
 	}
 	for entry, wantErr := range map[string]string{
-		"":                                          "want Kind.group",
-		".infra.nephio.org":                         "want Kind.group",
-		"workloadclusters.infra.nephio.org":         "write the kind as objects do",
+		"":                                  "want Kind.group",
+		".infra.nephio.org":                 "want Kind.group",
+		"workloadclusters.infra.nephio.org": "write the kind as objects do",
 		"WorkloadCluster.v1alpha1.infra.nephio.org": "leave the version out",
 		"Deployment.v1.apps":                        "leave the version out",
 	} {

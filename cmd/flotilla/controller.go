@@ -41,6 +41,7 @@ type controllerOptions struct {
 	watchNamespaces  []string
 	execFunctions    []string
 	objectKinds      []string
+	kubeconfigExec   bool
 	workers          int
 	reconcileTimeout time.Duration
 	zap              zap.Options
@@ -69,6 +70,7 @@ func controllerCmd() *cobra.Command {
 	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
 	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
 	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
+	f.BoolVar(&o.kubeconfigExec, "insecure-kubeconfig-exec", false, "let kubeconfig Secrets of WorkloadClusters run exec and auth-provider plugins on the controller's machine (tenants write them: off by default; file paths stay refused)")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -145,7 +147,7 @@ func runController(o controllerOptions) error {
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

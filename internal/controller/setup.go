@@ -36,6 +36,9 @@ type Options struct {
 	// ObjectsGeneratorKinds are the kinds PackageSets' objects generators may read and watch
 	// (--objects-generator-kinds, see packageset.ParseKinds); none when empty.
 	ObjectsGeneratorKinds []schema.GroupKind
+	// InsecureKubeconfigExec lets kubeconfig Secrets run exec and auth-provider plugins on the
+	// controller's machine (--insecure-kubeconfig-exec); file references stay refused.
+	InsecureKubeconfigExec bool
 	// Workers is how many WorkloadClusters (publishes) and PackageDeployments are reconciled at
 	// once, each (default DefaultWorkers). PackageSets and Repositories have one worker each.
 	Workers int
@@ -62,7 +65,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	c := mgr.GetClient()
 	reader := namespaced.Reader(mgr.GetAPIReader(), c, opts.WatchNamespaces)
-	clients := &remotecluster.Clients{}
+	clients := &remotecluster.Clients{Policy: remotecluster.Policy{AllowExec: opts.InsecureKubeconfigExec}}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers

@@ -47,8 +47,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments/status,verbs=get;patch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters;repositories,verbs=get;list;watch
 
 // Reconcile resolves the deployment's pin and reports where it is published.

@@ -64,7 +64,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/status,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get

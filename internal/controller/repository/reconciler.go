@@ -32,7 +32,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconcile fetches the repository and records what it saw.

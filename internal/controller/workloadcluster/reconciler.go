@@ -61,7 +61,7 @@ const verifyEvery = 10 * time.Minute
 const bootstrapResync = 10 * time.Minute
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments;repositories;packagesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

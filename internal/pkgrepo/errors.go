@@ -97,7 +97,7 @@ func wrapTransport(op string, ep endpoint, err error) error {
 		// The host key check's own message already starts with the sentinel.
 		e.msg = strings.TrimPrefix(strings.TrimPrefix(e.msg, "ssh: handshake failed: "), e.kind.Error()+": ")
 	}
-	if e.kind == ErrCertificateUntrusted {
+	if errors.Is(e.kind, ErrCertificateUntrusted) {
 		e.msg += "; if the server uses a private CA, put its certificate (PEM) in ca.crt of the Secret"
 	}
 	if msg == err.Error() {

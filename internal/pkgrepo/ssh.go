@@ -66,7 +66,7 @@ func (a *sshAuth) checkHostKey(host string, remote net.Addr, key ssh.PublicKey) 
 		return fmt.Errorf("%w: %s offered %s %s, which known_hosts in the Secret does not list for it: if the server's key really changed, replace its known_hosts line",
 			ErrHostKeyMismatch, knownhosts.Normalize(host), key.Type(), ssh.FingerprintSHA256(key))
 	default:
-		return fmt.Errorf("%w: %v", ErrHostKeyMismatch, err)
+		return fmt.Errorf("%w: %w", ErrHostKeyMismatch, err)
 	}
 }
 
@@ -92,7 +92,7 @@ func newSSHAuth(rawURL string, a Auth) (*sshAuth, error) {
 	}
 	if err != nil {
 		// x/crypto's message says what is wrong with the key, without its bytes.
-		return nil, fmt.Errorf("%w: identity is not a usable private key (or password does not decrypt it): %v", ErrCredentials, err)
+		return nil, fmt.Errorf("%w: identity is not a usable private key (or password does not decrypt it): %w", ErrCredentials, err)
 	}
 	hostKeys, err := parseKnownHosts(a.KnownHosts)
 	if err != nil {

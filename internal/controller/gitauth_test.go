@@ -49,12 +49,12 @@ func TestSSHRepositories(t *testing.T) {
 	withKey := f.sshSecret("git-ssh", map[string][]byte{"identity": ss.ClientKey, "known_hosts": []byte(ss.KnownHosts)})
 	catalog := f.repository("catalog", withKey, func(r *v1alpha1.Repository) { r.Spec.Git.URL = ss.URL("catalog") })
 	edge := f.repository("edge01", withKey, func(r *v1alpha1.Repository) { r.Spec.Git.URL = ss.SCPURL("edge01") })
-	c := f.cluster()
+	f.cluster()
 	pd := f.deployment("edge01-nginx", "nginx-hello", "v2")
 
 	f.condition(catalog, repoConds(catalog).conds, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
 	f.condition(edge, repoConds(edge).conds, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
-	c = f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
+	c := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
 	published := c.Status.DeployedPackages
 	f.g.Expect(gittest.Tags(t, f.edge)).To(HaveKeyWithValue(published.Tag, published.Commit), "published over ssh")
 	so := f.syncObject(published.Tag, pd)

@@ -103,7 +103,7 @@ func TestKubeconfigRefused(t *testing.T) {
 				f.g.Expect(synced.Message).To(ContainSubstring("exec plugins are not allowed"))
 			}
 			// Publishing does not need the workload cluster: the pin is published all the same.
-			f.clusterAt(1)
+			f.clusterWith(ConsistOf(HaveField("Deployment", pd.Name)))
 			f.g.Consistently(func() error { return openedForReading(fifo) }, time.Second, 100*time.Millisecond).Should(Succeed())
 			f.g.Expect(marker).NotTo(BeAnExistingFile())
 		})

@@ -17,21 +17,21 @@ type RepositorySpec struct {
 }
 
 // GitRepository is the git side of a Repository.
-// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || size(self.syncURL) == 0 || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
+// +kubebuilder:validation:XValidation:rule="!has(self.syncURL) || size(self.syncURL) == 0 || self.syncURL.matches('^(https?|ssh|file|git)://.+$') || self.syncURL.matches('^[^@/:]+@[^:/]+:.+$')",message="syncURL must be an http(s)://, ssh://, git:// or file:// URL, or user@host:path"
 type GitRepository struct {
 	// URL is what flotilla clones and pushes: http(s)://, ssh://, scp-style user@host:path, or
 	// file:// (refused unless the controller runs with --allow-local-repositories).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh|file)://.+$') || self.matches('^[^@/:]+@[^:/]+:.+$')",message="url must start with http://, https://, ssh:// or file://, or be scp-style user@host:path"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@') && !self.matches('^ssh://[^/@]*:[^/@]*@')",message="url must not carry credentials; put them in a Secret named by secretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|git|file)://[^/]*@') && !self.matches('^[a-z+]+://[^/@]*:[^/@]*@') && !self.contains('?')",message="url must not carry credentials (user info, or a token in a ?query); put them in a Secret named by secretRef (ssh URLs may name a user, never a password)"
 	URL string `json:"url"`
 
 	// SyncURL is the URL the clusters' GitOps agents use to read this repository. Default: url.
 	// It is written into sync objects in git, so it never carries credentials: the agents read
 	// them from the cluster's own Secret (spec.sync.git.secretRef of the WorkloadCluster).
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|git|file)://[^/]*@') && !self.matches('^[a-z+]+://[^/@]*:[^/@]*@')",message="syncURL must not carry credentials (it is written into git): give the agents their credentials through spec.sync.git.secretRef of the WorkloadCluster; ssh URLs may name a user, never a password"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|git|file)://[^/]*@') && !self.matches('^[a-z+]+://[^/@]*:[^/@]*@') && !self.contains('?')",message="syncURL must not carry credentials (user info, or a token in a ?query: it is written into git): give the agents their credentials through spec.sync.git.secretRef of the WorkloadCluster; ssh URLs may name a user, never a password"
 	// +optional
 	SyncURL string `json:"syncURL,omitempty"`
 

@@ -15,6 +15,10 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/offline"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
@@ -57,11 +61,12 @@ func (d *sandbox) repoURL(name string) string {
 	return "file://" + filepath.Join(d.dir, "git", name+".git")
 }
 
-// remote is repository name as the offline run reads it: the sandbox's Repository objects are in
-// namespace fleet without a Secret, so their mirrors have scope "fleet/", and what the demo
-// publishes through the same mirror is seen at once.
+// remote is repository name as the offline run reads it (the sandbox's Repository objects are in
+// namespace fleet, without a Secret), so what the demo publishes through the same mirror is seen
+// at once.
 func (d *sandbox) remote(name string) pkgrepo.Remote {
-	return pkgrepo.Remote{URL: d.repoURL(name), Scope: "fleet/"}
+	repo := &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet"}}
+	return pkgrepo.Remote{URL: d.repoURL(name), Scope: gitremote.Scope(repo)}
 }
 
 func (d *sandbox) setup(ctx context.Context) error {

@@ -1,6 +1,8 @@
 package pkgrepo
 
 import (
+	"github.com/flotilla-dev/flotilla/internal/giturl"
+
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -76,7 +78,7 @@ type Remote struct {
 
 // String prints the URL without userinfo and the redacted Auth.
 func (r Remote) String() string {
-	return fmt.Sprintf("{URL:%s Branch:%s Scope:%s Auth:%s}", redactURL(r.URL), r.Branch, r.Scope, r.Auth)
+	return fmt.Sprintf("{URL:%s Branch:%s Scope:%s Auth:%s}", giturl.Redact(r.URL), r.Branch, r.Scope, r.Auth)
 }
 
 // GoString is String for %#v.
@@ -153,18 +155,18 @@ func parseEndpoint(raw string, a Auth) (endpoint, error) {
 			}
 			return endpoint{url: abs, display: abs, proto: protoLocal}, nil
 		}
-		if at := strings.LastIndex(raw, "@"); at > 0 && strings.Contains(raw[:at], ":") {
-			return endpoint{}, fmt.Errorf("repository URL %s must not carry a password; ssh uses the key in the Secret named by secretRef", redactSCP(raw))
+		if user, _ := giturl.SCP(raw); strings.Contains(user, ":") {
+			return endpoint{}, fmt.Errorf("repository URL %s must not carry a password; ssh uses the key in the Secret named by secretRef", giturl.Redact(raw))
 		}
 		te, err := transport.NewEndpoint(raw)
 		if err != nil || te.Protocol != "ssh" {
-			return endpoint{}, fmt.Errorf("repository URL %s: not a valid scp-style address (user@host:path/repo.git)", redactSCP(raw))
+			return endpoint{}, fmt.Errorf("repository URL %s: not a valid scp-style address (user@host:path/repo.git)", giturl.Redact(raw))
 		}
-		return endpoint{url: raw, display: redactSCP(raw), proto: protoSSH, auth: sshOnly(a)}, nil
+		return endpoint{url: raw, display: giturl.Redact(raw), proto: protoSSH, auth: sshOnly(a)}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return endpoint{}, fmt.Errorf("repository URL %s is invalid", redactURL(raw))
+		return endpoint{}, fmt.Errorf("repository URL %s is invalid", giturl.Redact(raw))
 	}
 	user, pass := "", ""
 	if u.User != nil {
@@ -172,7 +174,7 @@ func parseEndpoint(raw string, a Auth) (endpoint, error) {
 		pass, _ = u.User.Password()
 		u.User = nil
 	}
-	ep := endpoint{url: u.String(), display: redactURL(u.String()), secrets: []string{pass}}
+	ep := endpoint{url: u.String(), display: giturl.Redact(u.String()), secrets: []string{pass}}
 	switch u.Scheme {
 	case "file":
 		ep.proto = protoLocal
@@ -246,33 +248,4 @@ func mac(key []byte, s string) string {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(s))
 	return string(h.Sum(nil))
-}
-
-// redactURL strips userinfo, query and fragment from a URL for messages.
-// Plain paths are returned unchanged. An unparseable URL is not echoed at
-// all: where its credentials end cannot be known.
-func redactURL(raw string) string {
-	i := strings.Index(raw, "://")
-	if i < 0 {
-		return redactSCP(raw)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
-// redactSCP drops a password from an scp-style user@host:path (user:password@host:path).
-func redactSCP(raw string) string {
-	at := strings.LastIndex(raw, "@")
-	colon := strings.Index(raw, ":")
-	if at < 0 || colon < 0 || colon > at {
-		return raw
-	}
-	if slash := strings.Index(raw, "/"); slash >= 0 && slash < colon {
-		return raw // a path
-	}
-	return raw[:colon] + raw[at:]
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,11 +101,12 @@ func newSSHAuth(rawURL string, a Auth) (*sshAuth, error) {
 	if user == "" {
 		user = gitssh.DefaultUsername
 	}
+	// go-git keeps an IPv6 host in brackets: join as it dials, not with net.JoinHostPort.
 	port := te.Port
 	if port <= 0 {
 		port = gitssh.DefaultPort
 	}
-	return &sshAuth{user: user, signer: signer, hostKeys: hostKeys, hostPort: net.JoinHostPort(te.Host, strconv.Itoa(port))}, nil
+	return &sshAuth{user: user, signer: signer, hostKeys: hostKeys, hostPort: fmt.Sprintf("%s:%d", te.Host, port)}, nil
 }
 
 // parseKnownHosts reads known_hosts content with skeema/knownhosts (x/crypto's parser plus

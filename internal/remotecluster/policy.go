@@ -40,7 +40,15 @@ func (p Policy) RESTConfig(data []byte) (*rest.Config, error) {
 	}
 	rc, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("unusable kubeconfig: %s", strings.TrimPrefix(err.Error(), "invalid configuration: "))
+		// client-go's messages may quote values (a proxy-url with its user info): say only what
+		// to fix.
+		switch {
+		case clientcmd.IsEmptyConfig(err):
+			return nil, errors.New("unusable kubeconfig: it is empty")
+		case clientcmd.IsContextNotFound(err):
+			return nil, errors.New("unusable kubeconfig: its current-context names no context")
+		}
+		return nil, errors.New("unusable kubeconfig: its current context must name a cluster with a valid server (and proxy-url) and a user with embedded credentials")
 	}
 	return rc, nil
 }

@@ -83,3 +83,14 @@ func TestPolicyInvalidKubeconfig(t *testing.T) {
 		t.Fatalf("want an error that does not quote the kubeconfig, got %v", err)
 	}
 }
+
+// client-go's validation messages are not passed on: they may quote a value of the kubeconfig.
+func TestPolicyUnusableKubeconfigQuotesNothing(t *testing.T) {
+	data := kubeconfig(t, func(_ *clientcmdapi.AuthInfo, c *clientcmdapi.Cluster) {
+		c.ProxyURL = "socks9://bob:s3cr3t@proxy.example:1080"
+	})
+	_, err := Policy{}.RESTConfig(data)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "proxy-url") {
+		t.Fatalf("want an unusable-kubeconfig error that names proxy-url and quotes nothing, got %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 // BootstrapName is the name of the root sync object that makes a cluster sync its
@@ -25,7 +26,7 @@ type Source struct {
 // revision) and apply the deployed-packages directory, pruning what leaves it. namespace
 // overrides the engine's default namespace for them.
 func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) ([]byte, error) {
-	if err := checkURL(src.RepoURL); err != nil {
+	if err := giturl.Check(src.RepoURL); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
 	dir := "/" + PackagePath(src.Directory, PackageName(cluster))

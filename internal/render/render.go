@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 // Pin is one PackageDeployment resolved to an exact package revision.
@@ -76,7 +77,7 @@ func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, e
 	}
 	out := Package{Files: map[string][]byte{"Kptfile": kptfile}}
 	for _, p := range sorted {
-		if err := checkURL(p.RepoURL); err != nil {
+		if err := giturl.Check(p.RepoURL); err != nil {
 			return Package{}, fmt.Errorf("deployment %s: %w", p.Deployment.Name, err)
 		}
 		pc := pinContext{cluster: cluster, pin: p, ref: refs[p.Deployment.Name], wave: waves[p.Deployment.Name]}

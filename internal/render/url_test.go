@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 // A URL carrying credentials is never written into a sync object, for any engine, in
@@ -19,6 +20,7 @@ func TestURLsWithCredentialsAreNotRendered(t *testing.T) {
 		"ssh://git:" + secret + "@git.example/catalog.git",
 		"file://bob:" + secret + "@/srv/git/catalog.git",
 		"git:" + secret + "@git.example:fleet/catalog.git",
+		"https://git.example/catalog.git?private_token=" + secret,
 	}
 	accepted := []string{"https://git.example/catalog.git", "ssh://git@git.example/catalog.git", "git@git.example:fleet/catalog.git", "https://git.example/a@b.git"}
 	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineConfigSync, v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
@@ -27,12 +29,12 @@ func TestURLsWithCredentialsAreNotRendered(t *testing.T) {
 			p := pin("a", "pa", 1, nil)
 			p.RepoURL = u
 			_, err := DeployedPackages(c, []Pin{p})
-			if !errors.Is(err, ErrCredentialsInURL) {
-				t.Errorf("%s: deployed-packages with %s: want ErrCredentialsInURL, got %v", engine, u, err)
+			if !errors.Is(err, giturl.ErrCredentials) {
+				t.Errorf("%s: deployed-packages with %s: want giturl.ErrCredentials, got %v", engine, u, err)
 			}
 			_, berr := Bootstrap(c, Source{RepoURL: u, Branch: "main"}, "")
-			if !errors.Is(berr, ErrCredentialsInURL) {
-				t.Errorf("%s: bootstrap with %s: want ErrCredentialsInURL, got %v", engine, u, berr)
+			if !errors.Is(berr, giturl.ErrCredentials) {
+				t.Errorf("%s: bootstrap with %s: want giturl.ErrCredentials, got %v", engine, u, berr)
 			}
 			for _, e := range []error{err, berr} {
 				if e != nil && strings.Contains(e.Error(), secret) {

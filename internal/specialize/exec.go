@@ -85,6 +85,8 @@ func runExec(ctx context.Context, policy ExecPolicy, command string, items []*ya
 	// A killed script's children may keep stdout open; do not wait on them.
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
+	// What the function started in the background must not outlive it, as the controller.
+	endProcessGroup(cmd)
 	switch cause := context.Cause(ctx); {
 	case out.exceeded():
 		return nil, fmt.Errorf("wrote more than %s to stdout and stderr, so it was stopped; a KRM function's output is a ResourceList of the package", byteSize(limit))
@@ -118,6 +120,9 @@ func CheckExecAllowlist(entries []string) error {
 		switch {
 		case e == "":
 			return errors.New("an empty entry allows nothing: name an executable or an absolute path")
+		case e == "true" || e == "false":
+			// --allow-exec-functions was a switch before it took a list.
+			return fmt.Errorf("%q: --allow-exec-functions takes the executables to allow (e.g. --allow-exec-functions=kubeconform,/opt/fns/set-image), not true or false", e)
 		case strings.ContainsFunc(e, unicode.IsSpace):
 			return fmt.Errorf("%q: an exec function's arguments are the blueprint's; name only the executable", e)
 		case strings.Contains(e, "/") && !filepath.IsAbs(e):

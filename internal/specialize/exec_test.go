@@ -166,6 +166,7 @@ func TestCheckExecAllowlist(t *testing.T) {
 		"bin/fn":      "must be absolute",
 		"./fn":        "must be absolute",
 		"/bin/fn --x": "name only the executable",
+		"true":        "not true or false",
 	} {
 		if err := CheckExecAllowlist([]string{"sed", entry}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("CheckExecAllowlist(%q) = %v, want an error containing %q", entry, err, want)
@@ -309,5 +310,35 @@ func TestExecFunctionNotAllowed(t *testing.T) {
 				t.Errorf("the refused function ran")
 			}
 		})
+	}
+}
+
+// A function that exits but leaves a process running in the background does not leave it behind:
+// the rest of its process group is killed once it has exited.
+func TestExecFunctionLeavesNothingRunning(t *testing.T) {
+	report := t.TempDir()
+	script := writeScript(t, "sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > "+report+"/pid\nexec cat\n")
+	if _, err := Render(context.Background(), Request{
+		Blueprint: execPackage("  - exec: " + script + "\n"),
+		Name:      "web", Exec: ExecPolicy{Allowed: []string{script}, Timeout: 30 * time.Second},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(report, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		// Gone, or a zombie waiting for init to reap it.
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the function's background process %s still runs: %s", pid, stat)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

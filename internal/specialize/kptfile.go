@@ -1,9 +1,10 @@
 package specialize
 
 import (
+	"github.com/flotilla-dev/flotilla/internal/giturl"
+
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 
 	kptfilev1 "github.com/kptdev/kpt/pkg/api/kptfile/v1"
@@ -32,7 +33,10 @@ func setUpstream(kf *yaml.RNode, name string, up Upstream) error {
 	} else if err := kf.PipeE(yaml.SetK8sName(name)); err != nil {
 		return fmt.Errorf("set Kptfile name: %w", err)
 	}
-	up.Repo = withoutCredentials(up.Repo)
+	// The Kptfile is committed and read by anyone with access to the target repository.
+	if err := giturl.Check(up.Repo); err != nil {
+		return fmt.Errorf("upstream %s: %w", giturl.Redact(up.Repo), err)
+	}
 	upstream := kptfilev1.Upstream{
 		Type:           kptfilev1.GitOrigin,
 		Git:            &kptfilev1.Git{Repo: up.Repo, Directory: up.Directory, Ref: up.Ref},
@@ -149,15 +153,4 @@ metadata:
 		return nil, err
 	}
 	return rn, kioutil.CopyLegacyAnnotations(rn)
-}
-
-// withoutCredentials drops user info from a repository URL: the Kptfile is
-// committed and read by anyone with access to the target repository.
-func withoutCredentials(repo string) string {
-	u, err := url.Parse(repo)
-	if err != nil || u.User == nil {
-		return repo
-	}
-	u.User = nil
-	return u.String()
 }

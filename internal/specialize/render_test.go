@@ -192,9 +192,8 @@ data:
 	}
 	got, err := Render(context.Background(), Request{
 		Blueprint: blueprint,
-		// credentials in the URL must not end up in the committed Kptfile
-		Upstream: Upstream{Repo: "http://flotilla:s3cret@git.example/catalog.git", Directory: "/free5gc-upf", Ref: "free5gc-upf/v6", Commit: "abc123"},
-		Name:     "upf-edge01", PackagePath: "clusters/edge01/upf-edge01",
+		Upstream:  Upstream{Repo: "http://git.example/catalog.git", Directory: "/free5gc-upf", Ref: "free5gc-upf/v6", Commit: "abc123"},
+		Name:      "upf-edge01", PackagePath: "clusters/edge01/upf-edge01",
 		Values: map[string]string{"replicas": "2", "enabled": "true"},
 	})
 	if err != nil {
@@ -237,5 +236,20 @@ data:
 	}
 	if diff := cmp.Diff(want, asText(got)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// An upstream URL carrying credentials is refused, not written into the committed Kptfile (nor
+// quietly rewritten: the Repository that holds it must be fixed).
+func TestRenderRefusesUpstreamWithCredentials(t *testing.T) {
+	blueprint := map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: example\n")}
+	for _, repo := range []string{"http://flotilla:s3cret@git.example/catalog.git", "git:s3cret@git.example:catalog.git", "https://git.example/catalog.git?token=s3cret"} {
+		_, err := Render(context.Background(), Request{
+			Blueprint: blueprint, Name: "upf-edge01", PackagePath: "upf-edge01",
+			Upstream: Upstream{Repo: repo, Directory: "/free5gc-upf", Ref: "free5gc-upf/v6", Commit: "abc123"},
+		})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: want a refusal that does not repeat the credential, got %v", repo, err)
+		}
 	}
 }

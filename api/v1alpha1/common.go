@@ -43,8 +43,10 @@ const (
 
 // Annotations, labels and finalizers.
 const (
-	// AnnotationApprove on a WorkloadCluster with Manual approval approves the proposal with that
-	// revision ("v4").
+	// AnnotationApprove on a WorkloadCluster with Manual approval approves the proposal whose
+	// full commit id it names (status.proposal.commit): `flotilla approve CLUSTER` writes it. A
+	// proposal that changed since has a new commit and is not approved by it; the old form "v4" is
+	// refused.
 	AnnotationApprove = "flotilla.dev/approve"
 	// FinalizerPackageDeployment holds a deleted PackageDeployment until the deployed-packages
 	// revision without it is published.

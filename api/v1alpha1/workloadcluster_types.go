@@ -36,7 +36,8 @@ type WorkloadClusterSpec struct {
 	Sync ClusterSync `json:"sync,omitempty"`
 
 	// Approval: Automatic publishes every deployed-packages change at once; Manual pushes it to
-	// proposed/<package>/vN and waits for the annotation flotilla.dev/approve=vN.
+	// proposed/<package>/vN and waits for the annotation flotilla.dev/approve=<commit>, naming
+	// status.proposal.commit (flotilla approve CLUSTER writes it).
 	// +kubebuilder:default=Automatic
 	// +optional
 	Approval Approval `json:"approval,omitempty"`
@@ -166,6 +167,10 @@ type DeployedPackagesStatus struct {
 	Tag string `json:"tag"`
 	// Commit is the tagged commit.
 	Commit string `json:"commit"`
+	// ApprovedCommit is the proposal commit whose approval published this revision (Manual): an
+	// approval annotation still naming it approves nothing more and is not reported as outdated.
+	// +optional
+	ApprovedCommit string `json:"approvedCommit,omitempty"`
 	// Packages lists the pins this revision carries, one per PackageDeployment.
 	// +listType=map
 	// +listMapKey=deployment
@@ -183,12 +188,12 @@ type PublishedPin struct {
 
 // ProposalStatus is a deployed-packages change waiting for approval.
 type ProposalStatus struct {
-	// Revision is the N the proposal will be published as; approve it with
-	// flotilla.dev/approve=vN.
+	// Revision is the N the proposal will be published as.
 	Revision int `json:"revision"`
 	// Branch holds the proposed commit.
 	Branch string `json:"branch"`
-	// Commit is the proposed commit.
+	// Commit is the proposed commit; approve it with flotilla.dev/approve=<commit>. Any change to
+	// the proposal's content makes a new commit.
 	Commit string `json:"commit"`
 	// Summary says what changes, e.g. "+upf free5gc-upf/v6, -smf".
 	// +optional

@@ -16,17 +16,21 @@ func approveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve CLUSTER",
 		Short: "Approve the pending deployed-packages proposal of a WorkloadCluster with Manual approval",
-		Args:  cobra.ExactArgs(1),
+		Long: `Approve reads the cluster's pending proposal (status.proposal), prints its summary and sets
+flotilla.dev/approve to the proposal's commit. Only that commit is published: if the proposal
+changes before the controller publishes it, the cluster reports the approval outdated
+(ApprovalOutdated) and nothing is published until the new proposal is approved.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := kubeClient(kubeconfig, namespace)
 			if err != nil {
 				return err
 			}
-			rev, err := approval.Approve(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[0]})
+			p, err := approval.Approve(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[0]})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "workloadcluster %s/%s: approved v%d\n", ns, args[0], rev)
+			fmt.Fprintf(cmd.OutOrStdout(), "workloadcluster %s/%s: approved %s at %s: %s\n", ns, args[0], p.Branch, p.Commit, p.Summary)
 			return nil
 		},
 	}

@@ -54,6 +54,8 @@ type Outcome struct {
 	Changes []render.Change
 	// Approved is true when this call published an approved proposal.
 	Approved bool
+	// Approval is the verdict on the cluster's flotilla.dev/approve annotation (Manual only).
+	Approval ApprovalDecision
 	// Wrote is true when a commit was pushed (a revision or a proposal).
 	Wrote bool
 }
@@ -82,22 +84,26 @@ func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
 }
 
 // Publish publishes the cluster's rendered deployed-packages (see Render) on the cluster
-// repository's branch (Automatic) or proposes it (Manual), approving a pending proposal first when
-// the cluster carries flotilla.dev/approve=v<N> for it. published is the cluster's current
-// revision (nil if unknown); proposal its pending proposal.
+// repository's branch (Automatic) or proposes it (Manual), publishing a pending proposal first when
+// the cluster's flotilla.dev/approve annotation names its commit (see DecideApproval). An approval
+// that is outdated or invalid publishes nothing; Outcome.Approval says why. published is the
+// cluster's current revision (nil if unknown); proposal its pending proposal.
 func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
 	pkg Rendered, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
 	path := render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster))
 	out := Outcome{Published: published, Proposal: proposal}
 
 	manual := cluster.Spec.Approval == v1alpha1.ApprovalManual
-	if manual && proposal != nil && cluster.Annotations[v1alpha1.AnnotationApprove] == fmt.Sprintf("v%d", proposal.Revision) {
+	approval := cluster.Annotations[v1alpha1.AnnotationApprove]
+	if manual && DecideApproval(cluster.Name, approval, proposal, published).State == Approved {
+		// The commit is checked again against the branch, in the same push that publishes it.
 		res, err := git.Approve(ctx, remote, path, proposal.Revision, proposal.Commit)
 		if err != nil {
 			return out, fmt.Errorf("approve %s: %w", proposal.Branch, err)
 		}
 		out.Changes = render.Diff(pinsOf(published), proposal.Packages)
-		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, Packages: proposal.Packages}
+		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit,
+			ApprovedCommit: proposal.Commit, Packages: proposal.Packages}
 		out.Proposal, out.Approved, out.Wrote = nil, true, true
 	}
 
@@ -116,10 +122,18 @@ func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alp
 		out.Proposal = &v1alpha1.ProposalStatus{Revision: res.Revision, Branch: res.Branch, Commit: res.Commit, Summary: render.Summary(changes), Packages: pkg.Pins}
 	case res.Tag != "":
 		out.Proposal = nil
-		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, Packages: pkg.Pins}
+		var approved string
+		if out.Published != nil && out.Published.Tag == res.Tag {
+			approved = out.Published.ApprovedCommit // the same revision: it stays the approved one
+		}
+		out.Published = &v1alpha1.DeployedPackagesStatus{Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, ApprovedCommit: approved, Packages: pkg.Pins}
 	}
 	if res.Changed {
 		out.Changes, out.Wrote = changes, true
+	}
+	if manual {
+		// Judged against what is pending now, so the message names the commit to approve next.
+		out.Approval = DecideApproval(cluster.Name, approval, out.Proposal, out.Published)
 	}
 	return out, nil
 }

@@ -11,8 +11,9 @@ import (
 
 // Approve publishes proposal proposed/pkg/v<number> as revision pkg/v<number>
 // on the remote's branch and deletes the proposal branch, in one push.
-// commit, when not empty, is the proposal head the user approved: if the
-// branch moved since, nothing is published (ErrProposalChanged). The
+// commit is the proposal head the user approved (required: an approval names
+// the content it approves): if the branch moved since, nothing is published
+// (ErrProposalChanged). The
 // proposal's package content is laid over the current branch head, so
 // commits made on the branch after the proposal are kept.
 func (s *Store) Approve(ctx context.Context, r Remote, pkg string, number int, commit string) (PublishResult, error) {
@@ -23,7 +24,7 @@ func (s *Store) Approve(ctx context.Context, r Remote, pkg string, number int, c
 	if number < 1 {
 		return PublishResult{}, fmt.Errorf("approve %s: invalid revision %d", pkg, number)
 	}
-	if commit != "" && !plumbing.IsHash(commit) {
+	if !plumbing.IsHash(commit) {
 		return PublishResult{}, fmt.Errorf("approve %s: invalid commit %q", pkg, commit)
 	}
 	m, ep, unlock, err := s.lock(r)
@@ -50,7 +51,7 @@ func (s *Store) planApprove(m *mirror, branch, pkg string, number int, want stri
 	if !ok {
 		return plan{}, ErrProposalNotFound
 	}
-	if want != "" && prop.String() != want {
+	if prop.String() != want {
 		return plan{}, fmt.Errorf("%w: it is at %s, not %s", ErrProposalChanged, prop, want)
 	}
 	revs, err := m.revisions(pkg)

@@ -49,6 +49,13 @@ func TestProposalFlow(t *testing.T) {
 	_, err := store.Approve(ctx, remote, dp, 2, v1.Commit)
 	checkErr(t, err, pkgrepo.ErrProposalChanged)
 
+	// An approval names a commit: none, or a short one, approves nothing.
+	for _, commit := range []string{"", prop.Commit[:12]} {
+		if _, err := store.Approve(ctx, remote, dp, 2, commit); err == nil {
+			t.Errorf("Approve(%q) succeeded, want an invalid commit error", commit)
+		}
+	}
+
 	// Approve fast-forwards main to the proposal, tags v2, drops the branch.
 	res, err := store.Approve(ctx, remote, dp, 2, prop.Commit)
 	if err != nil {
@@ -65,9 +72,9 @@ func TestProposalFlow(t *testing.T) {
 		t.Errorf("tags after Approve (-want +got):\n%s", diff)
 	}
 
-	_, err = store.Approve(ctx, remote, dp, 2, "")
+	_, err = store.Approve(ctx, remote, dp, 2, prop.Commit)
 	checkErr(t, err, pkgrepo.ErrProposalNotFound)
-	_, err = store.Approve(ctx, remote, dp, 7, "")
+	_, err = store.Approve(ctx, remote, dp, 7, prop.Commit)
 	checkErr(t, err, pkgrepo.ErrProposalNotFound)
 }
 
@@ -83,7 +90,7 @@ func TestApproveRebuildsOnNewHead(t *testing.T) {
 	prop := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b"), Proposal: true})
 	other := gittest.Commit(t, dir, "other", map[string]string{"other/Kptfile": kptfile})
 
-	res, err := store.Approve(ctx, remote, dp, prop.Revision, "")
+	res, err := store.Approve(ctx, remote, dp, prop.Revision, prop.Commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +137,6 @@ func TestProposalSuperseded(t *testing.T) {
 
 	// A proposal branch for a revision that exists (made by hand here).
 	gittest.CreateBranch(t, dir, "proposed/"+dp+"/v2", direct.Commit)
-	_, err := store.Approve(ctx, remote, dp, 2, "")
+	_, err := store.Approve(ctx, remote, dp, 2, direct.Commit)
 	checkErr(t, err, pkgrepo.ErrTagExists)
 }

@@ -58,7 +58,7 @@ func setPublication(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDepl
 		conditions.Ready(&pd.Status.Conditions, gen, "Published", msg)
 	case cluster.Spec.Approval == v1alpha1.ApprovalManual && cluster.Status.Proposal != nil:
 		p := cluster.Status.Proposal
-		msg := fmt.Sprintf("%s waits for approval of %s: flotilla approve %s (or annotate it %s=v%d)", want.Tag, p.Branch, cluster.Name, v1alpha1.AnnotationApprove, p.Revision)
+		msg := fmt.Sprintf("%s waits for approval of %s: flotilla approve %s (or annotate it %s=%s)", want.Tag, p.Branch, cluster.Name, v1alpha1.AnnotationApprove, p.Commit)
 		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "WaitingForApproval", msg)
 		conditions.Progressing(&pd.Status.Conditions, gen, "WaitingForApproval", msg)
 	default:

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,7 +134,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	metrics.Publishes.WithLabelValues(outcome(out)).Inc()
 	r.recordEvent(cluster, out)
+	before := meta.FindStatusCondition(cluster.Status.Conditions, v1alpha1.ConditionReady)
+	refused := before == nil || before.Message != out.Approval.Message
 	setPublished(cluster, out)
+	if refused {
+		r.recordRefusedApproval(cluster, out.Approval)
+	}
 	if out.Proposal == nil {
 		r.remember(cluster, rendered.Digest)
 	}
@@ -335,6 +341,20 @@ func outcome(out fleet.Outcome) string {
 		return "proposed"
 	}
 	return "published"
+}
+
+// recordRefusedApproval records an approval that published nothing, once per verdict (a reconcile
+// with the same verdict finds it in the Ready condition already).
+func (r *Reconciler) recordRefusedApproval(cluster *v1alpha1.WorkloadCluster, a fleet.ApprovalDecision) {
+	if r.Events == nil {
+		return
+	}
+	switch a.State {
+	case fleet.ApprovalOutdated:
+		r.Events.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonApprovalOutdated, "Approve", "%s", a.Message)
+	case fleet.ApprovalInvalid:
+		r.Events.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonApprovalInvalid, "Approve", "%s", a.Message)
+	}
 }
 
 func (r *Reconciler) recordEvent(cluster *v1alpha1.WorkloadCluster, out fleet.Outcome) {

@@ -17,6 +17,12 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
+// Reasons for an approval annotation that publishes nothing (see fleet.DecideApproval).
+const (
+	ReasonApprovalOutdated = "ApprovalOutdated"
+	ReasonApprovalInvalid  = "ApprovalInvalid"
+)
+
 func setSuspended(c *v1alpha1.WorkloadCluster) {
 	conditions.Ready(&c.Status.Conditions, c.Generation, "Suspended", "spec.suspend is true: flotilla publishes nothing for this cluster")
 	c.Status.ObservedGeneration = c.Generation
@@ -84,9 +90,18 @@ func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome) {
 	gen := c.Generation
 	c.Status.ObservedGeneration = gen
 	if p := out.Proposal; p != nil {
-		msg := fmt.Sprintf("%s (%s) waits for approval: flotilla approve %s, or kubectl annotate workloadcluster %s %s=v%d",
-			p.Branch, p.Summary, c.Name, c.Name, v1alpha1.AnnotationApprove, p.Revision)
-		conditions.Progressing(&c.Status.Conditions, gen, "WaitingForApproval", msg)
+		switch out.Approval.State {
+		case fleet.ApprovalOutdated:
+			// Still a proposal waiting for a person, as WaitingForApproval, but the person must know
+			// that what they approved is not what is proposed.
+			conditions.Progressing(&c.Status.Conditions, gen, ReasonApprovalOutdated, out.Approval.Message)
+		case fleet.ApprovalInvalid:
+			conditions.Stalled(&c.Status.Conditions, gen, ReasonApprovalInvalid, out.Approval.Message)
+		default:
+			msg := fmt.Sprintf("%s (%s) waits for approval: flotilla approve %s, or kubectl annotate workloadcluster %s %s=%s",
+				p.Branch, p.Summary, c.Name, c.Name, v1alpha1.AnnotationApprove, p.Commit)
+			conditions.Progressing(&c.Status.Conditions, gen, "WaitingForApproval", msg)
+		}
 		return
 	}
 	if out.Published == nil {

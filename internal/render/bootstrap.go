@@ -5,7 +5,6 @@ import (
 	"path"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 // BootstrapName is the name of the root sync object that makes a cluster sync its
@@ -26,9 +25,14 @@ type Source struct {
 // revision) and apply the deployed-packages directory, pruning what leaves it. namespace
 // overrides the engine's default namespace for them.
 func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) ([]byte, error) {
-	if err := giturl.Check(src.RepoURL); err != nil {
+	if err := checkSettings(cluster); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
+	url, err := engineURL(cluster, src.RepoURL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	src.RepoURL = url
 	dir := "/" + PackagePath(src.Directory, PackageName(cluster))
 	meta := func(ns string) map[string]any {
 		if namespace != "" {

@@ -1,12 +1,15 @@
 package render
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 const (
@@ -73,4 +76,40 @@ func fluxSettings(cluster *v1alpha1.WorkloadCluster) v1alpha1.FluxSync {
 		s.Interval = &metav1.Duration{Duration: time.Minute}
 	}
 	return s
+}
+
+// errFluxScheme is fluxURL's error for an address Flux's source-controller cannot read.
+var errFluxScheme = errors.New("the GitRepository of Flux reads only http://, https:// and ssh:// URLs (and user@host:path, written as ssh://): give the Repository a spec.git.syncURL of that form")
+
+// fluxURL is raw as Flux's GitRepository accepts it (spec.url must match ^(http|https|ssh)://):
+// an scp-style address user@host:path becomes ssh://user@host/path, the form Flux documents for
+// git hosting services. A home-relative path on a plain ssh server (host:repos/x.git) needs an
+// ssh:// URL with the full path instead. git:// and file:// URLs are an error.
+func fluxURL(raw string) (string, error) {
+	if _, ok := giturl.SCP(raw); ok {
+		host := strings.Index(raw, "@") + 1 // 0 without a user
+		colon := strings.Index(raw[host:], ":")
+		if j := strings.Index(raw[host:], "]:"); strings.HasPrefix(raw[host:], "[") && j >= 0 {
+			// [::1]:path: the address's ':' is the one after the bracket.
+			colon = j + 1
+		}
+		colon += host
+		return "ssh://" + raw[:colon] + "/" + strings.TrimPrefix(raw[colon+1:], "/"), nil
+	}
+	// The CRD's pattern is case-sensitive.
+	scheme, _, _ := strings.Cut(raw, "://")
+	switch scheme {
+	case "http", "https", "ssh":
+		return raw, nil
+	}
+	return "", errFluxScheme
+}
+
+// checkFluxSettings refuses settings the Flux CRDs would refuse: an interval is written as Go
+// prints it, and Flux's pattern has no unit below ms.
+func checkFluxSettings(cluster *v1alpha1.WorkloadCluster) error {
+	if d := fluxSettings(cluster).Interval.Duration; d < time.Millisecond {
+		return fmt.Errorf("spec.sync.flux.interval %s is shorter than Flux accepts: use at least 1ms (Flux's default is 1m)", d)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -40,6 +41,12 @@ type Package struct {
 // flotilla read a published deployed-packages back whatever the engine.
 const AnnotationPinnedTag = "flotilla.dev/pinned-tag"
 
+// AnnotationDeployment names, on a generated object, the PackageDeployment it comes from when
+// the name is too long for the flotilla.dev/deployment label (label values have at most 63
+// characters, object names up to 253). Shorter names stay in the label alone, so objects
+// rendered before it existed render the same.
+const AnnotationDeployment = "flotilla.dev/deployment"
+
 // pinContext is what an engine needs to render one pin.
 type pinContext struct {
 	cluster *v1alpha1.WorkloadCluster
@@ -52,15 +59,24 @@ type pinContext struct {
 }
 
 // DeployedPackages renders the deployed-packages package of cluster: a Kptfile and one file per
-// pin holding its sync object(s). Pins may come in any order. Dependencies on deployments that
-// are not pinned are left out, since the sync object would wait for them forever; a dependency
-// cycle is an error.
+// pin holding its sync object(s). Pins may come in any order. A pin the engine does not accept
+// (see Accepts) is left out, as are dependencies on deployments that are not pinned, since the
+// sync object would wait for them forever; a dependency cycle is an error, and so is a repository
+// URL the engine cannot read.
 func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, error) {
-	sorted := append([]Pin(nil), pins...)
+	sorted := make([]Pin, 0, len(pins))
+	for _, p := range pins {
+		if Accepts(cluster, p.Deployment) == nil {
+			sorted = append(sorted, p)
+		}
+	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Deployment.Name < sorted[j].Deployment.Name })
 	render, ok := engines[Engine(cluster)]
 	if !ok {
 		return Package{}, fmt.Errorf("sync engine %q is not supported: use ConfigSync, ArgoCD or Flux", Engine(cluster))
+	}
+	if err := checkSettings(cluster); err != nil {
+		return Package{}, err
 	}
 	refs := make(map[string]v1alpha1.SyncObjectReference, len(sorted))
 	for _, p := range sorted {
@@ -77,9 +93,11 @@ func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, e
 	}
 	out := Package{Files: map[string][]byte{"Kptfile": kptfile}}
 	for _, p := range sorted {
-		if err := giturl.Check(p.RepoURL); err != nil {
-			return Package{}, fmt.Errorf("deployment %s: %w", p.Deployment.Name, err)
+		url, err := engineURL(cluster, p.RepoURL)
+		if err != nil {
+			return Package{}, fmt.Errorf("deployment %s, repository %s: %w", p.Deployment.Name, p.Resolved.Repository, err)
 		}
+		p.RepoURL = url
 		pc := pinContext{cluster: cluster, pin: p, ref: refs[p.Deployment.Name], wave: waves[p.Deployment.Name]}
 		for _, d := range p.Deployment.Spec.DependsOn {
 			if ref, ok := refs[d.Name]; ok {
@@ -102,6 +120,26 @@ var engines = map[v1alpha1.SyncEngine]func(pinContext) []map[string]any{
 	v1alpha1.EngineConfigSync: configSyncObjects,
 	v1alpha1.EngineArgoCD:     argoCDObjects,
 	v1alpha1.EngineFlux:       fluxObjects,
+}
+
+// checkSettings refuses engine settings of cluster that would make objects the engine refuses.
+func checkSettings(cluster *v1alpha1.WorkloadCluster) error {
+	if Engine(cluster) == v1alpha1.EngineFlux {
+		return checkFluxSettings(cluster)
+	}
+	return nil
+}
+
+// engineURL is the repository address raw as the cluster's engine reads it: Flux takes only
+// http(s) and ssh URLs (see fluxURL). Addresses carrying credentials are refused for every engine.
+func engineURL(cluster *v1alpha1.WorkloadCluster, raw string) (string, error) {
+	if err := giturl.Check(raw); err != nil {
+		return "", err
+	}
+	if Engine(cluster) == v1alpha1.EngineFlux {
+		return fluxURL(raw)
+	}
+	return raw, nil
 }
 
 // PackageName is the cluster's deployed-packages package name (a directory under the
@@ -155,14 +193,17 @@ func metadata(pc pinContext, name, namespace string, annotations map[string]any)
 		annotations = map[string]any{}
 	}
 	annotations[AnnotationPinnedTag] = pc.pin.Resolved.Tag
+	labels := map[string]any{"app.kubernetes.io/managed-by": "flotilla"}
+	if d := pc.pin.Deployment.Name; len(validation.IsValidLabelValue(d)) == 0 {
+		labels[v1alpha1.LabelDeployment] = d
+	} else {
+		annotations[AnnotationDeployment] = d
+	}
 	return map[string]any{
 		"name":        name,
 		"namespace":   namespace,
 		"annotations": annotations,
-		"labels": map[string]any{
-			"app.kubernetes.io/managed-by": "flotilla",
-			v1alpha1.LabelDeployment:       pc.pin.Deployment.Name,
-		},
+		"labels":      labels,
 	}
 }
 

@@ -1,15 +1,18 @@
 package render
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
@@ -234,5 +237,146 @@ func compareGolden(t *testing.T, file string, got []byte) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs (-want +got):\n%s", file, diff)
+	}
+}
+
+// Config Sync names its RepoSync reconciler ns-reconciler-<namespace>-<name>-<len(name)>: the
+// name is shortened to fit, never renamed when it already fits, and stays unique.
+func TestRepoSyncName(t *testing.T) {
+	long := strings.Repeat("very-long-deployment-name-", 4)
+	names := []string{"edge01-upf", "a.b.c", "---", long, long + "x", strings.Repeat("b", 29), strings.Repeat("b", 30), "x"}
+	namespaces := []string{"apps", "namespace-of-20-char", strings.Repeat("n", 30), strings.Repeat("n", MaxRepoSyncNamespace)}
+	seen := map[string]string{}
+	for _, ns := range namespaces {
+		for _, name := range names {
+			pd := pin(name, "p", 1, func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = ns }).Deployment
+			ref := SyncObjectRef(cluster(nil), pd)
+			today := SyncObjectName(pd.Namespace, pd.Name)
+			switch {
+			case len(ref.Name)+len(ns) > maxRepoSyncNameAndNamespace || len(ref.Name) > maxSyncObjectName:
+				t.Errorf("RepoSync %s/%s of %s is too long", ns, ref.Name, name)
+			case len(today)+len(ns) <= maxRepoSyncNameAndNamespace && ref.Name != today:
+				t.Errorf("RepoSync of %s in %s renamed from %s to %s although it fits", name, ns, today, ref.Name)
+			case !strings.HasSuffix(ref.Name, today[len(today)-nameHash:]):
+				t.Errorf("RepoSync %s of %s lost its hash (%s)", ref.Name, name, today)
+			}
+			if errs := validation.IsDNS1123Label(ref.Name); len(errs) > 0 {
+				t.Errorf("RepoSync name %q: %v", ref.Name, errs)
+			}
+			if other, ok := seen[ns+"/"+ref.Name]; ok {
+				t.Errorf("%s and %s share RepoSync %s/%s", other, name, ns, ref.Name)
+			}
+			seen[ns+"/"+ref.Name] = name
+		}
+	}
+	if got := SyncObjectRef(cluster(nil), pin("edge01-upf", "p", 1, nil).Deployment); got.Kind != "RootSync" || got.Name != SyncObjectName("fleet", "edge01-upf") {
+		t.Errorf("RootSync ref = %+v", got)
+	}
+}
+
+func TestAccepts(t *testing.T) {
+	cases := []struct {
+		engine    v1alpha1.SyncEngine
+		namespace string
+		want      string // in the error, "" for none
+	}{
+		{v1alpha1.EngineConfigSync, "", ""},
+		{v1alpha1.EngineConfigSync, "apps", ""},
+		{v1alpha1.EngineConfigSync, strings.Repeat("n", MaxRepoSyncNamespace), ""},
+		{v1alpha1.EngineConfigSync, strings.Repeat("n", MaxRepoSyncNamespace+1), "use a namespace of at most 37 characters"},
+		{v1alpha1.EngineConfigSync, "config-management-system", "remove spec.namespace"},
+		{v1alpha1.EngineFlux, "config-management-system", ""},
+		{v1alpha1.EngineArgoCD, strings.Repeat("n", 63), ""},
+	}
+	for _, tc := range cases {
+		pd := pin("a", "p", 1, func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = tc.namespace }).Deployment
+		err := Accepts(cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = tc.engine }), pd)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s, namespace %q: %v", tc.engine, tc.namespace, err)
+		case tc.want != "" && (!errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s, namespace %q: got %v, want an error saying %q", tc.engine, tc.namespace, err, tc.want)
+		}
+	}
+	// The deployment is left out, the others are rendered.
+	pkg, err := DeployedPackages(cluster(nil), []Pin{pin("a", "pa", 1, nil), pin("b", "pb", 1, func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = configSyncNamespace })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]v1alpha1.PublishedPin{{Deployment: "a", Tag: "pa/v1"}}, pkg.Pins); diff != "" {
+		t.Errorf("pins (-want +got):\n%s", diff)
+	}
+}
+
+func TestFluxURL(t *testing.T) {
+	cases := []struct{ in, want, err string }{
+		{in: "https://git.example/catalog.git", want: "https://git.example/catalog.git"},
+		{in: "http://git.example:8080/catalog.git", want: "http://git.example:8080/catalog.git"},
+		{in: "ssh://git@git.example:2222/org/catalog.git", want: "ssh://git@git.example:2222/org/catalog.git"},
+		{in: "git@github.com:org/catalog.git", want: "ssh://git@github.com/org/catalog.git"},
+		{in: "git@git.example:/srv/git/catalog.git", want: "ssh://git@git.example/srv/git/catalog.git"},
+		{in: "git.example:org/catalog.git", want: "ssh://git.example/org/catalog.git"},
+		{in: "git@[::1]:org/catalog.git", want: "ssh://git@[::1]/org/catalog.git"},
+		{in: "git://git.example/catalog.git", err: "http://, https:// and ssh://"},
+		{in: "file:///srv/git/catalog.git", err: "http://, https:// and ssh://"},
+		{in: "HTTPS://git.example/catalog.git", err: "http://, https:// and ssh://"},
+	}
+	for _, tc := range cases {
+		got, err := fluxURL(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("fluxURL(%q) = %q, %v; want an error saying %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("fluxURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	flux := cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = v1alpha1.EngineFlux })
+	p := pin("a", "pa", 1, nil)
+	p.RepoURL = "git://git.example/catalog.git"
+	if _, err := DeployedPackages(flux, []Pin{p}); err == nil || !strings.Contains(err.Error(), "deployment a, repository catalog") {
+		t.Errorf("want an error naming the deployment and repository, got %v", err)
+	}
+	if _, err := Bootstrap(flux, Source{RepoURL: "file:///srv/edge01.git", Branch: "main"}, ""); err == nil {
+		t.Error("Bootstrap of a Flux cluster from a file:// URL must fail")
+	}
+	flux.Spec.Sync.Flux = &v1alpha1.FluxSync{Interval: &metav1.Duration{Duration: 500 * time.Microsecond}}
+	if _, err := DeployedPackages(flux, []Pin{pin("a", "pa", 1, nil)}); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
+		t.Errorf("want an interval Flux refuses to be an error, got %v", err)
+	}
+}
+
+// Awkward inputs for every engine: names too long for Config Sync or for a label, long
+// namespaces, a dependsOn chain, Orphan, an scp-style URL. The same objects are dry-run created
+// against the real CRDs in internal/controller (TestEngineObjectsForAwkwardInputs).
+func TestAwkwardInputsGolden(t *testing.T) {
+	long := strings.Repeat("very.long-deployment-name.", 10)[:240]
+	ns37 := strings.Repeat("n", MaxRepoSyncNamespace)
+	pins := []Pin{
+		pin("crds", "crds", 1, nil),
+		pin(long, "network/upf", 2, func(pd *v1alpha1.PackageDeployment) {
+			pd.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan
+			pd.Spec.DependsOn = []v1alpha1.LocalObjectReference{{Name: "crds"}}
+		}),
+		pin(long+"x", "network/smf", 3, func(pd *v1alpha1.PackageDeployment) {
+			pd.Spec.Namespace = ns37
+			pd.Spec.DependsOn = []v1alpha1.LocalObjectReference{{Name: long}}
+		}),
+		pin("in-cms", "p", 4, func(pd *v1alpha1.PackageDeployment) { pd.Spec.Namespace = configSyncNamespace }),
+	}
+	pins[1].RepoURL = "git@git.example:org/catalog.git"
+	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineConfigSync, v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
+		t.Run(string(engine), func(t *testing.T) {
+			got, err := DeployedPackages(cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = engine }), pins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got.Pins, ParsePins(got.Files)); diff != "" {
+				t.Errorf("ParsePins differs from the rendered pins (-rendered +parsed):\n%s", diff)
+			}
+			compareGolden(t, filepath.Join("testdata", "awkward-"+strings.ToLower(string(engine))+".yaml"), concat(got.Files))
+		})
 	}
 }

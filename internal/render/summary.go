@@ -67,7 +67,8 @@ func Summary(changes []Change) string {
 }
 
 // ParsePins reads back the pins of a rendered deployed-packages package from the deployment label
-// and the pinned-tag annotation of its objects, whatever the engine. Other files are skipped.
+// (annotation, for a long name) and the pinned-tag annotation of its objects, whatever the
+// engine. Other files are skipped.
 func ParsePins(files map[string][]byte) []v1alpha1.PublishedPin {
 	seen := map[string]string{}
 	for _, b := range files {
@@ -82,6 +83,9 @@ func ParsePins(files map[string][]byte) []v1alpha1.PublishedPin {
 				continue
 			}
 			name, tag := obj.Metadata.Labels[v1alpha1.LabelDeployment], obj.Metadata.Annotations[AnnotationPinnedTag]
+			if long := obj.Metadata.Annotations[AnnotationDeployment]; long != "" {
+				name = long
+			}
 			if name != "" && tag != "" {
 				seen[name] = tag
 			}

@@ -82,6 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setClusterMissing(pd)
 		return ctrl.Result{}, nil
 	}
+	if err := render.Accepts(cluster, pd); err != nil {
+		// The cluster's publish leaves it out by the same check: nothing to resolve.
+		setNotAccepted(pd, err)
+		return ctrl.Result{}, nil
+	}
 	if !pd.Spec.Suspend {
 		if err := r.resolve(ctx, pd, cluster); err != nil {
 			// A pin resolved earlier for this generation, whose report waited for the publish,

@@ -18,6 +18,15 @@ func setClusterMissing(pd *v1alpha1.PackageDeployment) {
 		fmt.Sprintf("WorkloadCluster %s/%s does not exist: create it or fix spec.cluster.name", pd.Namespace, pd.Spec.Cluster.Name))
 }
 
+// setNotAccepted reports a deployment the cluster's engine cannot take: deployed-packages
+// leaves it out, and only a change to the deployment or the cluster helps.
+func setNotAccepted(pd *v1alpha1.PackageDeployment, err error) {
+	msg := err.Error() + "; it is left out of deployed-packages"
+	conditions.Set(&pd.Status.Conditions, pd.Generation, v1alpha1.ConditionPublished, false, "NotAccepted", msg)
+	conditions.Stalled(&pd.Status.Conditions, pd.Generation, "NotAccepted", msg)
+	pd.Status.ObservedGeneration = pd.Generation
+}
+
 func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) {
 	reason, stalled := gitremote.Reason(err)
 	if errors.Is(err, errRepositoryNotFound) {

@@ -1,12 +1,14 @@
 // Package giturl says what a git repository address carries: whether it is an scp-style address
-// (user@host:path), and whether it holds credentials. It is the one implementation behind every
-// place flotilla checks, writes or shows a repository URL; the CRD's CEL rules are the admission
+// (user@host:path), whether it holds credentials, and which repository it names (Normalize). It
+// is the one implementation behind every place flotilla checks, writes, shows or compares a
+// repository URL; the CRD's CEL rules are the admission
 // copy of Check. Pure: no I/O.
 package giturl
 
 import (
 	"errors"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -82,4 +84,52 @@ func Redact(raw string) string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
 	return u.String()
+}
+
+// Normalize is the form of raw that two addresses of one repository share, for comparing them
+// (never for reaching the repository): scheme and host in lower case, no user info, query,
+// fragment or default port, an scp address as ssh://host/path, a local path as file://, and the
+// path without trailing slashes or ".git" suffix. The path keeps its case: servers may tell
+// Fleet and fleet apart. An unparseable URL is returned unchanged.
+func Normalize(raw string) string {
+	if _, ok := SCP(raw); ok {
+		host, p, _ := strings.Cut(raw, ":")
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:]
+		}
+		return "ssh://" + strings.ToLower(host) + cleanPath("/"+strings.TrimPrefix(p, "/"))
+	}
+	if !strings.Contains(raw, "://") {
+		return "file://" + cleanPath(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "git+ssh", "ssh+git":
+		scheme = "ssh"
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6
+	}
+	if port := u.Port(); port != "" && port != defaultPorts[scheme] {
+		host += ":" + port
+	}
+	return scheme + "://" + host + cleanPath(u.Path)
+}
+
+var defaultPorts = map[string]string{"http": "80", "https": "443", "ssh": "22", "git": "9418"}
+
+// cleanPath drops repeated and trailing slashes and one ".git" suffix.
+func cleanPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	p = path.Clean(p)
+	p = strings.TrimSuffix(p, ".git")
+	p = strings.TrimRight(p, "/")
+	return p
 }

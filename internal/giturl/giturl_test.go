@@ -54,3 +54,36 @@ func TestAddresses(t *testing.T) {
 		t.Errorf("an unparseable URL is echoed: %q", got)
 	}
 }
+
+// TestNormalize: the addresses of one repository normalize alike, different repositories never.
+func TestNormalize(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{"https://git.example/fleet/edge01.git", "https://git.example/fleet/edge01"},
+		{"https://git.example/fleet/edge01", "https://git.example/fleet/edge01"},
+		{"https://git.example/fleet/edge01/", "https://git.example/fleet/edge01"},
+		{"https://git.example/fleet/edge01.git/", "https://git.example/fleet/edge01"},
+		{"HTTPS://Git.Example/fleet/edge01.git", "https://git.example/fleet/edge01"},
+		{"https://git.example:443/fleet/edge01.git", "https://git.example/fleet/edge01"},
+		{"https://git.example//fleet//edge01.git", "https://git.example/fleet/edge01"},
+		{"https://bob@git.example/fleet/edge01.git?x=1#y", "https://git.example/fleet/edge01"},
+		{"https://git.example:8443/fleet/edge01.git", "https://git.example:8443/fleet/edge01"},
+		{"http://git.example/fleet/edge01.git", "http://git.example/fleet/edge01"},
+		{"https://git.example/Fleet/edge01.git", "https://git.example/Fleet/edge01"},
+		{"https://git.example/fleet/edge01.git.git", "https://git.example/fleet/edge01.git"},
+		{"ssh://git@git.example/fleet/edge01.git", "ssh://git.example/fleet/edge01"},
+		{"ssh://git@git.example:22/fleet/edge01.git", "ssh://git.example/fleet/edge01"},
+		{"git+ssh://git@git.example/fleet/edge01.git", "ssh://git.example/fleet/edge01"},
+		{"git@Git.Example:fleet/edge01.git", "ssh://git.example/fleet/edge01"},
+		{"git.example:/fleet/edge01.git/", "ssh://git.example/fleet/edge01"},
+		{"ssh://git@[::1]:22/fleet/edge01.git", "ssh://[::1]/fleet/edge01"},
+		{"ssh://git@[::1]:2222/fleet/edge01.git", "ssh://[::1]:2222/fleet/edge01"},
+		{"file:///srv/git/edge01.git", "file:///srv/git/edge01"},
+		{"/srv/git/edge01.git/", "file:///srv/git/edge01"},
+		{"/srv/git//edge01", "file:///srv/git/edge01"},
+	}
+	for _, tc := range cases {
+		if got := Normalize(tc.raw); got != tc.want {
+			t.Errorf("Normalize(%q) = %q; want %q", tc.raw, got, tc.want)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 const (
@@ -24,7 +26,16 @@ const (
 	DeploymentSet = "packageSet"
 	// SetRepository indexes PackageSets by their blueprint's repository.
 	SetRepository = "spec.package.repository.name"
+	// RepositoryLocation indexes Repositories by Location: the clusters that may write to one
+	// place in git are found across namespaces without reading every Repository.
+	RepositoryLocation = "repositoryLocation"
 )
+
+// Location is where a Repository writes: its normalized URL and branch. Two Repositories with one
+// Location are one git branch, whatever their names, namespaces or spelling of the URL.
+func Location(repo *v1alpha1.Repository) string {
+	return giturl.Normalize(repo.Spec.Git.URL) + " " + gitremote.Branch(repo)
+}
 
 // Setup registers the indexes with the manager's cache.
 func Setup(ctx context.Context, mgr manager.Manager) error {
@@ -50,6 +61,11 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 			return []string{r.Name}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.Repository{}, RepositoryLocation, func(o client.Object) []string {
+		return []string{Location(o.(*v1alpha1.Repository))}
 	}); err != nil {
 		return err
 	}

@@ -72,9 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Forget(req.NamespacedName)
-			r.publishedMu.Lock()
-			delete(r.published, req.NamespacedName)
-			r.publishedMu.Unlock()
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -97,6 +95,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)
+	}
+	if other, err := r.otherWriter(ctx, cluster, repo); err != nil || other != nil {
+		if other != nil {
+			// Forget the last publish: when this cluster writes again, it checks git first.
+			r.forget(req.NamespacedName)
+			setRepositoryInUse(cluster, repo, other)
+		}
+		return ctrl.Result{}, err
 	}
 	remote, err := repos.remote(ctx, repo)
 	if err != nil {
@@ -176,6 +182,12 @@ func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string) 
 		r.published = map[client.ObjectKey]publishedDigest{}
 	}
 	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now()}
+}
+
+func (r *Reconciler) forget(key client.ObjectKey) {
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	delete(r.published, key)
 }
 
 // bootstrap applies the cluster's root sync object in the workload cluster.

@@ -25,13 +25,15 @@ const deploymentDelay = time.Second
 
 // SetupWithManager registers the reconciler: a cluster is reconciled when it changes, when one of
 // its deployments changes (at most once per deploymentDelay), when its repository changes, and
-// when a PackageSet that may target it has written its deployments for a new generation.
+// when a PackageSet that may target it has written its deployments for a new generation, and when
+// another cluster at its deployed-packages arrives, moves or goes (one of them writes; see writer).
 // Workers publish to different clusters in parallel; one cluster is never reconciled twice at once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WorkloadCluster{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.PackageDeployment{}, enqueue.Coalesced(forDeployment, deploymentDelay)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forSharers), builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.PackageSet{}, enqueue.Coalesced(r.forSet, deploymentDelay), builder.WithPredicates(setDone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("workloadcluster").
@@ -43,15 +45,31 @@ func forDeployment(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: pd.Namespace, Name: pd.Spec.Cluster.Name}}}
 }
 
+// forRepository finds the clusters of the repository and of every repository at the same
+// location (any namespace): a repository that moves (the old object is mapped too), arrives or
+// goes may change which cluster writes a shared deployed-packages.
 func (r *Reconciler) forRepository(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.WorkloadClusterList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClusterRepository: o.GetName()},
+	repos := []client.ObjectKey{client.ObjectKeyFromObject(o)}
+	var same v1alpha1.RepositoryList
+	if err := r.Client.List(ctx, &same, client.MatchingFields{index.RepositoryLocation: index.Location(o.(*v1alpha1.Repository))},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, c := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	for i := range same.Items {
+		if key := client.ObjectKeyFromObject(&same.Items[i]); key != repos[0] {
+			repos = append(repos, key)
+		}
+	}
+	var reqs []reconcile.Request
+	for _, repo := range repos {
+		var list v1alpha1.WorkloadClusterList
+		if err := r.Client.List(ctx, &list, client.InNamespace(repo.Namespace), client.MatchingFields{index.ClusterRepository: repo.Name},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }

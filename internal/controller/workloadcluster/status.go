@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
@@ -22,6 +23,17 @@ const (
 	ReasonApprovalOutdated = "ApprovalOutdated"
 	ReasonApprovalInvalid  = "ApprovalInvalid"
 )
+
+// setRepositoryInUse reports that other writes the deployed-packages cluster would write. The
+// message names other by namespace/name only (it may be another tenant's) and cluster's own
+// repository, never other's.
+func setRepositoryInUse(c *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, other *v1alpha1.WorkloadCluster) {
+	msg := fmt.Sprintf("WorkloadCluster %s/%s writes %s on branch %s of %s (of the clusters there, the oldest writes); "+
+		"give this cluster its own spec.sync.package, or a Repository of its own; nothing was published",
+		other.Namespace, other.Name, packagePath(c, repo), gitremote.Branch(repo), giturl.Redact(repo.Spec.Git.URL))
+	conditions.Stalled(&c.Status.Conditions, c.Generation, ReasonRepositoryInUse, msg)
+	c.Status.ObservedGeneration = c.Generation
+}
 
 func setSuspended(c *v1alpha1.WorkloadCluster) {
 	conditions.Ready(&c.Status.Conditions, c.Generation, "Suspended", "spec.suspend is true: flotilla publishes nothing for this cluster")

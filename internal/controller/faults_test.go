@@ -2,11 +2,13 @@ package controller_test
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -78,4 +80,42 @@ func TestGitFaultsThenRecovery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A status that says "retrying" retries with backoff even when no event comes: the repositories
+// poll once an hour, so only the work queue's backoff can bring the deployment and its cluster
+// back after the git server recovers.
+func TestRetryWithoutEvents(t *testing.T) {
+	var state atomic.Int32
+	// Only the catalog fails: the cluster's own repository works, so the cluster has nothing to
+	// retry, and only the deployment's retry can resolve the pin.
+	onlyCatalog := func(next http.Handler) http.Handler {
+		broken := faulty(&state)(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/catalog.git/") {
+				broken.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	f := newFixture(t, gittest.WithMiddleware(onlyCatalog))
+	state.Store(int32(serverError))
+	hourly := func(r *v1alpha1.Repository) { r.Spec.Interval = &metav1.Duration{Duration: time.Hour} }
+	catalog := f.repository("catalog", hourly)
+	f.repository("edge01", hourly)
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
+	cond := f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RepositoryUnreachable")
+	f.g.Expect(cond.Message).To(HaveSuffix("; retrying"))
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "RepositoryUnreachable")
+	// Let the events of the failure (the cluster's, the catalog's) play out before the recovery.
+	time.Sleep(5 * time.Second)
+
+	state.Store(int32(healthy))
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	// The catalog's own poll has not run again: it did not bring the deployment back.
+	f.g.Expect(env.Client.Get(f.ctx, f.key("catalog"), catalog)).To(Succeed())
+	f.g.Expect(meta.IsStatusConditionFalse(catalog.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
 }

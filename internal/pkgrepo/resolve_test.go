@@ -243,3 +243,55 @@ func TestResolvedRevisionSurvivesAnOutage(t *testing.T) {
 		t.Error("Resolve latest during the outage succeeded; want the fetch error")
 	}
 }
+
+// TestMirrorLeftBrokenIsRecreated: a controller killed in the middle of a fetch can leave a ref
+// file truncated to nothing, or a ref naming an object that never arrived. The next process must
+// not fail every fetch of that mirror: it recreates the mirror from the remote.
+func TestMirrorLeftBrokenIsRecreated(t *testing.T) {
+	c := newCatalog(t)
+	for _, tc := range []struct {
+		name    string
+		breakIt func(t *testing.T, mirror string)
+	}{
+		{"empty ref file", func(t *testing.T, mirror string) {
+			writeRef(t, mirror, "refs/tags/free5gc-upf/v1", "")
+		}},
+		{"ref to a missing object", func(t *testing.T, mirror string) {
+			writeRef(t, mirror, "refs/heads/main", strings.Repeat("ab", 20)+"\n")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := t.TempDir()
+			ctx := context.Background()
+			if _, err := pkgrepo.NewStore(cache).Resolve(ctx, c.remote, "free5gc-upf", "v1"); err != nil {
+				t.Fatal(err)
+			}
+			mirrors, err := os.ReadDir(cache)
+			if err != nil || len(mirrors) != 1 {
+				t.Fatalf("cache holds %v (%v); want one mirror", mirrors, err)
+			}
+			tc.breakIt(t, filepath.Join(cache, mirrors[0].Name()))
+
+			// A new process (a new Store) over the same cache directory.
+			store := pkgrepo.NewStore(cache)
+			got, err := store.Resolve(ctx, c.remote, "free5gc-upf", "v1")
+			if err != nil || got.Commit != c.v1 {
+				t.Fatalf("Resolve v1 from the broken mirror = %+v, %v; want commit %s", got, err, c.v1)
+			}
+			if _, err := store.Refresh(ctx, c.remote); err != nil {
+				t.Fatalf("Refresh after recreating the mirror: %v", err)
+			}
+		})
+	}
+}
+
+func writeRef(t *testing.T, mirror, name, content string) {
+	t.Helper()
+	path := filepath.Join(mirror, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -161,7 +161,7 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 func (m *mirror) open(objects cache.Object) error {
 	storage := func() *filesystem.Storage { return filesystem.NewStorage(osfs.New(m.dir), objects) }
 	if _, err := os.Stat(m.dir); err == nil {
-		if repo, err := git.Open(storage(), nil); err == nil {
+		if repo, err := git.Open(storage(), nil); err == nil && intact(repo) == nil {
 			m.repo = repo
 			return nil
 		}
@@ -175,6 +175,26 @@ func (m *mirror) open(objects cache.Object) error {
 	}
 	m.repo = repo
 	return nil
+}
+
+// intact checks what a process killed in the middle of a write can leave behind in a mirror: a
+// ref file truncated to nothing (go-git rewrites loose refs in place), or a ref naming an object
+// the mirror does not hold. Either would fail every later fetch of the mirror, so a mirror that is
+// not intact is recreated from the remote.
+func intact(repo *git.Repository) error {
+	iter, err := repo.Storer.IterReferences()
+	if err != nil {
+		return err
+	}
+	return iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		if err := repo.Storer.HasEncodedObject(ref.Hash()); err != nil {
+			return fmt.Errorf("%s: %w", ref.Name(), err)
+		}
+		return nil
+	})
 }
 
 // ensureFresh fetches unless the mirror was fetched less than maxAge ago

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
@@ -106,7 +107,11 @@ func TestKillNineWhilePublishing(t *testing.T) {
 	g.Expect(proxy).NotTo(BeNil(), "the kubeconfig names the API server")
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(clientcmd.WriteToFile(*cfg, kc)).To(Succeed())
-	ctl := &controller{bin: buildFlotilla(t), kubeconfig: kc, cache: t.TempDir(), logDir: t.TempDir()}
+	logDir := os.Getenv("FLOTILLA_TEST_LOG_DIR") // kept after the test when set
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	ctl := &controller{bin: buildFlotilla(t), kubeconfig: kc, cache: t.TempDir(), logDir: logDir}
 	t.Cleanup(ctl.kill)
 
 	ns := "crash"
@@ -188,7 +193,7 @@ func TestKillNineWhilePublishing(t *testing.T) {
 				v1alpha1.PublishedPin{Deployment: n + "-a", Tag: "a/v2"},
 				v1alpha1.PublishedPin{Deployment: n + "-b", Tag: "b/v1"},
 			))
-		}, 2*time.Minute, 500*time.Millisecond).Should(Succeed(), "cluster %s converges", n)
+		}, 2*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return describe(ctx, ns, n) })
 	}
 	checkTags()
 	for _, n := range names {
@@ -209,4 +214,23 @@ func TestKillNineWhilePublishing(t *testing.T) {
 		}
 	}
 	t.Logf("%d clusters, %d kills, %d tags checked", clusters, kills, len(seen))
+}
+
+// describe says what a cluster that did not converge and its deployments report.
+func describe(ctx context.Context, ns, cluster string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s converges\n", cluster)
+	c := &v1alpha1.WorkloadCluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err == nil {
+		y, _ := yaml.Marshal(c.Status)
+		fmt.Fprintf(&b, "WorkloadCluster %s (generation %d) status:\n%s", cluster, c.Generation, y)
+	}
+	for _, pkg := range []string{"a", "b"} {
+		pd := &v1alpha1.PackageDeployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster + "-" + pkg}, pd); err == nil {
+			y, _ := yaml.Marshal(pd.Status)
+			fmt.Fprintf(&b, "PackageDeployment %s (generation %d) status:\n%s", pd.Name, pd.Generation, y)
+		}
+	}
+	return b.String()
 }

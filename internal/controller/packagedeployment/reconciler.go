@@ -94,8 +94,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			if resolved := r.deferredPin(pd); resolved != nil {
 				pd.Status.Resolved = resolved
 			}
-			setResolveFailed(pd, err)
-			return ctrl.Result{}, nil
+			// "retrying" means it: the work queue retries with backoff, whatever else happens.
+			return ctrl.Result{}, setResolveFailed(pd, err)
 		}
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))

@@ -27,7 +27,9 @@ func setNotAccepted(pd *v1alpha1.PackageDeployment, err error) {
 	pd.Status.ObservedGeneration = pd.Generation
 }
 
-func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) {
+// setResolveFailed reports a failed resolve and returns the error to retry with backoff: nil when
+// only the user can fix it.
+func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) error {
 	reason, stalled := gitremote.Reason(err)
 	if errors.Is(err, errRepositoryNotFound) {
 		reason, stalled = "RepositoryNotFound", true
@@ -38,9 +40,10 @@ func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) {
 	}
 	if stalled {
 		conditions.Stalled(&pd.Status.Conditions, pd.Generation, reason, msg)
-		return
+		return nil
 	}
 	conditions.Progressing(&pd.Status.Conditions, pd.Generation, reason, msg+"; retrying")
+	return err
 }
 
 // setPublication reports whether the cluster's published deployed-packages carries the pin;

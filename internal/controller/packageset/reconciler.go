@@ -102,17 +102,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	in, err := r.inputs(ctx, set)
 	if err != nil {
-		setGeneratorFailed(set, err, len(owned))
+		retry := setGeneratorFailed(set, err, len(owned))
 		if isKindNotServed(err) {
 			// Nothing watches a kind that is not served; its CRD may come later.
 			return ctrl.Result{RequeueAfter: kindRetry}, nil
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, retry
 	}
 	result, err := generate.Generate(in)
 	if err != nil {
-		setGeneratorFailed(set, err, len(owned))
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, setGeneratorFailed(set, err, len(owned))
 	}
 	if len(result.Targets) == 0 && len(result.Problems) == 0 && len(owned) > 0 && !set.Spec.AllowEmpty {
 		setEmptyGuard(set, len(owned))
@@ -122,8 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	set.Status.Rollout = rollout
 	if set.Spec.Variant != nil {
 		if result, err = r.variants(ctx, in, result, revs); err != nil {
-			setGeneratorFailed(set, err, len(owned))
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, setGeneratorFailed(set, err, len(owned))
 		}
 	}
 	changes := plan(set, owned, result, revs, r.now())

@@ -17,7 +17,9 @@ import (
 // maxProblems bounds status.problems, so status stays small at 10,000 targets.
 const maxProblems = 10
 
-func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) {
+// setGeneratorFailed reports a failed generation and returns the error to retry with backoff: nil
+// when only the user can fix it.
+func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) error {
 	reason, userError := "GeneratorFailed", true
 	switch {
 	case errors.Is(err, errRepositoryNotFound):
@@ -32,10 +34,11 @@ func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) {
 	msg := fmt.Sprintf("%v; keeping the %d existing deployments", err, kept)
 	if userError {
 		stalled(set, reason, msg)
-		return
+		return nil
 	}
-	// A git outage: the repository's recovery brings the set back (it watches its repository).
+	// A git outage: retried with backoff (and the repository's recovery brings the set back).
 	conditions.Progressing(&set.Status.Conditions, set.Generation, reason, msg+"; retrying")
+	return err
 }
 
 func setEmptyGuard(set *v1alpha1.PackageSet, kept int) {

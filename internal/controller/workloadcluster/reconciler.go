@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	remote, err := repos.remote(ctx, repo)
 	if err != nil {
 		setFailed(cluster, err)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, ignoreUserError(err)
 	}
 	if sets, err := r.setsPending(ctx, cluster); err != nil || sets > 0 {
 		// A PackageSet that may target the cluster is still writing its deployments: wait for

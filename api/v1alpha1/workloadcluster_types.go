@@ -57,6 +57,15 @@ type WorkloadClusterSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 }
 
+// PinBy is what a sync object names as the revision it syncs.
+type PinBy string
+
+// What sync objects pin.
+const (
+	PinByTag    PinBy = "Tag"
+	PinByCommit PinBy = "Commit"
+)
+
 // ClusterSync is the cluster's GitOps engine and how it reads git.
 type ClusterSync struct {
 	// Engine is the GitOps agent in the cluster.
@@ -73,6 +82,15 @@ type ClusterSync struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)\\\\.\\\\.?(/|$)')",message="package must not contain '.' or '..' segments"
 	// +optional
 	Package string `json:"package,omitempty"`
+
+	// PinBy is what each generated sync object names as its revision: Tag (the package
+	// revision's tag, pkg/vN) or Commit (the commit that tag named when flotilla pinned it, so
+	// the agent never follows a tag moved later). With Commit the tag stays visible in the
+	// flotilla.dev/pinned-tag annotation.
+	// +kubebuilder:validation:Enum=Tag;Commit
+	// +kubebuilder:default=Tag
+	// +optional
+	PinBy PinBy `json:"pinBy,omitempty"`
 
 	// Git is how the cluster's agent authenticates to git (Config Sync's auth).
 	// +optional

@@ -145,13 +145,21 @@ func TestEngineObjectsForAwkwardInputs(t *testing.T) {
 		g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
 	}
 
-	for _, engine := range []v1alpha1.SyncEngine{v1alpha1.EngineConfigSync, v1alpha1.EngineArgoCD, v1alpha1.EngineFlux} {
-		t.Run(string(engine), func(t *testing.T) {
+	for _, tc := range []struct {
+		engine v1alpha1.SyncEngine
+		pinBy  v1alpha1.PinBy
+	}{
+		{v1alpha1.EngineConfigSync, v1alpha1.PinByTag}, {v1alpha1.EngineArgoCD, v1alpha1.PinByTag}, {v1alpha1.EngineFlux, v1alpha1.PinByTag},
+		{v1alpha1.EngineConfigSync, v1alpha1.PinByCommit}, {v1alpha1.EngineArgoCD, v1alpha1.PinByCommit}, {v1alpha1.EngineFlux, v1alpha1.PinByCommit},
+	} {
+		engine := tc.engine
+		t.Run(string(engine)+"/"+string(tc.pinBy), func(t *testing.T) {
 			g := NewWithT(t)
 			cluster := &v1alpha1.WorkloadCluster{
 				ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "fleet-with-a-rather-long-namespace-name"},
 				Spec: v1alpha1.WorkloadClusterSpec{Sync: v1alpha1.ClusterSync{
 					Engine: engine,
+					PinBy:  tc.pinBy,
 					Git:    v1alpha1.ClusterGitAuth{Auth: "ssh", SecretRef: &v1alpha1.LocalObjectReference{Name: "git-creds"}},
 					Flux:   &v1alpha1.FluxSync{Namespace: "flux-system", Interval: &metav1.Duration{Duration: 90*time.Second + 1500*time.Microsecond}},
 				}},
@@ -203,6 +211,25 @@ func TestEngineObjectsForAwkwardInputs(t *testing.T) {
 				case "GitRepository":
 					url, _, _ := unstructured.NestedString(o.Object, "spec", "url")
 					g.Expect(url).To(MatchRegexp(`^(http|https|ssh)://`), id)
+				}
+				// What the object pins (the deployed-packages root source follows its branch).
+				if tag := o.GetAnnotations()[render.AnnotationPinnedTag]; tag != "" {
+					g.Expect(tag).To(Equal(pins[0].Resolved.Tag), id)
+					want, field := tag, map[string][]string{
+						"RootSync": {"spec", "git", "revision"}, "RepoSync": {"spec", "git", "revision"},
+						"Application": {"spec", "source", "targetRevision"}, "GitRepository": {"spec", "ref", "tag"},
+					}[o.GetKind()]
+					if tc.pinBy == v1alpha1.PinByCommit {
+						want = pins[0].Resolved.Commit
+						if o.GetKind() == "GitRepository" {
+							field = []string{"spec", "ref", "commit"}
+							g.Expect(o.Object["spec"]).To(HaveKeyWithValue("ref", HaveLen(1)), "a commit alone: %s", id)
+						}
+					}
+					if field != nil {
+						got, _, _ := unstructured.NestedString(o.Object, field...)
+						g.Expect(got).To(Equal(want), "%s %v", id, field)
+					}
 				}
 				g.Expect(env.Client.Create(ctx, o, client.DryRunAll)).To(Succeed(), "%s:\n%v", id, o.Object)
 			}

@@ -35,13 +35,38 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
-	return v1alpha1.ResolvedRevision{
+	next := v1alpha1.ResolvedRevision{
 		Repository: repo.Name,
 		Revision:   rev.Number,
 		Tag:        rev.Tag,
 		Commit:     rev.Commit,
 		Directory:  "/" + pkg,
-	}, nil
+	}
+	if err := Unmoved(pd.Status.Resolved, next, pd.Spec.Package.Revision); err != nil {
+		return v1alpha1.ResolvedRevision{}, err
+	}
+	return next, nil
+}
+
+// Unmoved checks a new resolution of a deployment against the pin it had (prev, nil when it had
+// none): catalog tags are immutable to flotilla. A tag that now names another commit than when it
+// was pinned is ErrTagMoved, and "latest" that would go back to a lower revision (the pinned
+// revision's tag is gone) is ErrRevisionNotFound: the caller keeps prev, and a person decides.
+// A pin from another repository or package directory is not compared: that is a new deployment.
+func Unmoved(prev *v1alpha1.ResolvedRevision, next v1alpha1.ResolvedRevision, revision string) error {
+	if prev == nil || prev.Repository != next.Repository || prev.Directory != next.Directory {
+		return nil
+	}
+	switch {
+	case prev.Tag == next.Tag && prev.Commit != next.Commit:
+		return fmt.Errorf("%w: tag %s was commit %s when it was pinned and is now commit %s; flotilla never follows a moved tag. "+
+			"Move the tag back, or publish the change as a new revision and deploy that", pkgrepo.ErrTagMoved, next.Tag, prev.Commit, next.Commit)
+	case revision == "latest" && next.Revision < prev.Revision:
+		return fmt.Errorf("%w: latest is now %s (commit %s), older than the pinned %s (commit %s), whose tag is gone; "+
+			"latest never goes back: set spec.package.revision to v%d to deploy it", pkgrepo.ErrRevisionNotFound,
+			next.Tag, next.Commit, prev.Tag, prev.Commit, next.Revision)
+	}
+	return nil
 }
 
 // Outcome is what publishing a cluster's deployed-packages did.

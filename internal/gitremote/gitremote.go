@@ -124,6 +124,8 @@ func Reason(err error) (reason string, stalled bool) {
 		return "AuthenticationFailed", true
 	case errors.Is(err, pkgrepo.ErrPackageNotFound):
 		return "PackageNotFound", true
+	case errors.Is(err, pkgrepo.ErrTagMoved):
+		return "TagMoved", true
 	case errors.Is(err, pkgrepo.ErrRevisionNotFound):
 		return "RevisionNotFound", true
 	case errors.Is(err, pkgrepo.ErrInvalidPackage):

@@ -85,6 +85,18 @@ func AnnotatedTag(t testing.TB, bareDir, name, rev string) {
 	git(t, bareDir, "tag", "-a", "-m", "gittest: "+name, name, rev)
 }
 
+// MoveTag force-moves tag name to rev in the bare repository, as someone rewriting history would.
+func MoveTag(t testing.TB, bareDir, name, rev string) {
+	t.Helper()
+	git(t, bareDir, "tag", "-f", name, rev)
+}
+
+// DeleteTag deletes tag name from the bare repository.
+func DeleteTag(t testing.TB, bareDir, name string) {
+	t.Helper()
+	git(t, bareDir, "tag", "-d", name)
+}
+
 // CreateBranch creates (or moves) branch to rev, as another tool would.
 func CreateBranch(t testing.TB, bareDir, branch, rev string) {
 	t.Helper()

@@ -34,6 +34,9 @@ var (
 	// ErrProposalChanged: the proposal branch no longer points at the commit
 	// that was approved.
 	ErrProposalChanged = errors.New("proposal changed")
+	// ErrTagMoved: a tag resolved before now names another commit. Tags are
+	// immutable to flotilla: the caller keeps what it resolved first.
+	ErrTagMoved = errors.New("tag moved")
 	// ErrTagExists: the revision a proposal would publish is already taken.
 	ErrTagExists = errors.New("tag already exists")
 	// ErrInvalidPackage: a package holds something flotilla refuses to read

@@ -13,7 +13,7 @@ const (
 	argoCDSyncWave           = "argocd.argoproj.io/sync-wave"
 )
 
-// argoCDObjects renders an Application pinned to the package's tag, synced automatically with
+// argoCDObjects renders an Application pinned to the package's tag (or its commit), synced automatically with
 // prune and self-heal. Delete adds Argo CD's resources finalizer, so deleting the Application
 // deletes what it applied; dependencies become sync waves.
 func argoCDObjects(pc pinContext) []map[string]any {
@@ -26,7 +26,7 @@ func argoCDObjects(pc pinContext) []map[string]any {
 		"apiVersion": argoCDAPIVersion,
 		"kind":       "Application",
 		"metadata":   meta,
-		"spec":       argoCDSpec(settings, pc.pin.RepoURL, pc.pin.Resolved.Tag, strings.TrimPrefix(pc.pin.Resolved.Directory, "/"), pc.pin.Deployment.Spec.Namespace),
+		"spec":       argoCDSpec(settings, pc.pin.RepoURL, pc.revision(), strings.TrimPrefix(pc.pin.Resolved.Directory, "/"), pc.pin.Deployment.Spec.Namespace),
 	}}
 }
 

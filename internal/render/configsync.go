@@ -16,7 +16,7 @@ const (
 )
 
 // configSyncObjects renders a RootSync (RepoSync when the deployment is namespaced) pinned to the
-// package's tag, with Foreground deletion propagation for Delete.
+// package's tag (or its commit, spec.sync.pinBy), with Foreground deletion propagation for Delete.
 func configSyncObjects(pc pinContext) []map[string]any {
 	annotations := map[string]any{annotationDeletionPropagation: propagation(pc.pin.Deployment.Spec.DeletionPolicy)}
 	if len(pc.deps) > 0 {
@@ -33,7 +33,7 @@ func configSyncObjects(pc pinContext) []map[string]any {
 		"spec": map[string]any{
 			"sourceFormat": "unstructured",
 			"sourceType":   "git",
-			"git":          configSyncGit(pc.cluster, pc.pin.RepoURL, pc.pin.Branch, pc.pin.Resolved.Directory, pc.pin.Resolved.Tag),
+			"git":          configSyncGit(pc.cluster, pc.pin.RepoURL, pc.pin.Branch, pc.pin.Resolved.Directory, pc.revision()),
 		},
 	}}
 }

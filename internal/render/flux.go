@@ -17,11 +17,11 @@ const (
 	fluxKustomizeAPIVersion = "kustomize.toolkit.fluxcd.io/v1"
 )
 
-// fluxObjects renders a GitRepository pinned to the package's tag and a Kustomization applying
+// fluxObjects renders a GitRepository pinned to the package's tag (or its commit) and a Kustomization applying
 // the package directory from it; prune follows the deletion policy, dependencies become dependsOn.
 func fluxObjects(pc pinContext) []map[string]any {
 	s := fluxSettings(pc.cluster)
-	source := fluxGitRepository(pc.cluster, s, pc.pin.RepoURL, map[string]any{"tag": pc.pin.Resolved.Tag})
+	source := fluxGitRepository(pc.cluster, s, pc.pin.RepoURL, fluxRef(pc))
 	source["metadata"] = metadata(pc, pc.ref.Name, pc.ref.Namespace, nil)
 
 	spec := fluxKustomizationSpec(s, pc.ref.Name, pc.pin.Resolved.Directory, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
@@ -44,6 +44,15 @@ func fluxObjects(pc pinContext) []map[string]any {
 		"metadata":   metadata(pc, pc.ref.Name, pc.ref.Namespace, nil),
 		"spec":       spec,
 	}}
+}
+
+// fluxRef is the GitRepository ref of a pin: its tag, or its commit alone (a commit takes
+// precedence over every other ref field, and needs no branch).
+func fluxRef(pc pinContext) map[string]any {
+	if pc.cluster.Spec.Sync.PinBy == v1alpha1.PinByCommit {
+		return map[string]any{"commit": pc.pin.Resolved.Commit}
+	}
+	return map[string]any{"tag": pc.pin.Resolved.Tag}
 }
 
 func fluxGitRepository(cluster *v1alpha1.WorkloadCluster, s v1alpha1.FluxSync, url string, ref map[string]any) map[string]any {

@@ -187,6 +187,15 @@ func kptfile(name, cluster string) map[string]any {
 	}
 }
 
+// revision is what the pin's sync objects name as their revision (spec.sync.pinBy): the tag, or
+// the commit the tag named when it was pinned.
+func (pc pinContext) revision() string {
+	if pc.cluster.Spec.Sync.PinBy == v1alpha1.PinByCommit {
+		return pc.pin.Resolved.Commit
+	}
+	return pc.pin.Resolved.Tag
+}
+
 // metadata is the metadata every generated object carries.
 func metadata(pc pinContext, name, namespace string, annotations map[string]any) map[string]any {
 	if annotations == nil {

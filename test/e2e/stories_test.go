@@ -32,7 +32,7 @@ type story struct {
 
 const waitLong = 90 * time.Second
 
-func newStory(t *testing.T) *story {
+func newStory(t *testing.T, mutate ...func(*v1alpha1.WorkloadCluster)) *story {
 	s := &story{t: t, g: NewWithT(t), ctx: context.Background()}
 	s.ns = "e2e-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
 	s.g.Expect(namespace(s.ctx, s.ns)).To(Succeed())
@@ -57,6 +57,9 @@ func newStory(t *testing.T) *story {
 			Sync:                v1alpha1.ClusterSync{Engine: v1alpha1.EngineFlux, Flux: &v1alpha1.FluxSync{Namespace: s.ns, Interval: &metav1.Duration{Duration: 2 * time.Second}}},
 			KubeConfigSecretRef: &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"},
 		},
+	}
+	for _, m := range mutate {
+		m(cluster)
 	}
 	s.create(cluster)
 	s.g.Eventually(func(g Gomega) {
@@ -157,4 +160,26 @@ func TestOrphanLeavesTheWorkload(t *testing.T) {
 	s.g.Eventually(func() bool { return s.fluxObject("Kustomization", syncName) }, waitLong, time.Second).Should(BeFalse(),
 		"the deployment's Kustomization leaves the cluster")
 	s.g.Consistently(s.workload, 10*time.Second, time.Second).Should(Equal("2"), "Orphan keeps the objects")
+}
+
+// A catalog tag force-moved after it was deployed: with pinBy Commit the real Flux controllers
+// keep applying the commit that was pinned, and the deployment says the tag moved.
+func TestMovedTagIsNotFollowed(t *testing.T) {
+	s := newStory(t, func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.PinBy = v1alpha1.PinByCommit })
+	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"))
+
+	moved := gittest.Commit(s.t, s.catalog, "app", map[string]string{
+		"app/Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n",
+		"app/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  revision: rewritten\n",
+	})
+	gittest.MoveTag(s.t, s.catalog, "app/v1", moved)
+	s.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionStalled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("TagMoved"))
+		g.Expect(c.Message).To(ContainSubstring(moved))
+	}, waitLong, time.Second).Should(Succeed())
+	s.g.Consistently(s.workload, 15*time.Second, time.Second).Should(Equal("1"), "Flux keeps the pinned commit of a moved tag")
 }

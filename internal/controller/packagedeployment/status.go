@@ -36,7 +36,7 @@ func setResolveFailed(pd *v1alpha1.PackageDeployment, err error) error {
 	}
 	msg := err.Error()
 	if pd.Status.Resolved != nil {
-		msg += fmt.Sprintf("; keeping the current pin %s", pd.Status.Resolved.Tag)
+		msg += fmt.Sprintf("; keeping the current pin %s (commit %s)", pd.Status.Resolved.Tag, pd.Status.Resolved.Commit)
 	}
 	if stalled {
 		conditions.Stalled(&pd.Status.Conditions, pd.Generation, reason, msg)

@@ -1,0 +1,93 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+)
+
+// Catalog tags are immutable to flotilla: a tag force-moved after it was pinned, or deleted, is
+// reported with the old and new commits, the pin is kept, and nothing is published for it; with
+// pinBy Commit the sync object keeps naming the commit that was pinned.
+func TestTagMovedKeepsThePin(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.PinBy = v1alpha1.PinByCommit })
+	pd := f.deployment("edge01-nginx", "nginx-hello", "v1")
+	c := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	first := c.Status.DeployedPackages
+	pinned := gittest.Tags(t, f.catalog)["nginx-hello/v1"]
+	rootSync := f.syncObject(first.Tag, pd)
+	f.g.Expect(revisionOf(rootSync)).To(Equal(pinned))
+	f.g.Expect(rootSync.GetAnnotations()).To(HaveKeyWithValue("flotilla.dev/pinned-tag", "nginx-hello/v1"))
+
+	// Someone rewrites nginx-hello/v1 to other content.
+	moved := gittest.Commit(t, f.catalog, "nginx-hello", map[string]string{
+		"nginx-hello/Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: nginx-hello\n",
+		"nginx-hello/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nginx-hello\ndata:\n  revision: rewritten\n",
+	})
+	gittest.MoveTag(t, f.catalog, "nginx-hello/v1", moved)
+	cond := f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "TagMoved")
+	f.g.Expect(cond.Message).To(And(ContainSubstring(pinned), ContainSubstring(moved), ContainSubstring("nginx-hello/v1")))
+	f.g.Expect(pd.Status.Resolved.Commit).To(Equal(pinned))
+	f.g.Expect(apimeta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionReady)).To(HaveField("Reason", "TagMoved"))
+
+	// A change to the cluster re-renders its deployed-packages from the kept pin: the sync object
+	// still names the pinned commit.
+	f.update(c, func() {
+		c.Spec.Sync.Git.Auth = "token"
+		c.Spec.Sync.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-creds"}
+	})
+	c = f.clusterAt(first.Revision + 1)
+	f.g.Expect(revisionOf(f.syncObject(c.Status.DeployedPackages.Tag, pd))).To(Equal(pinned))
+
+	// The tag moved back: the deployment is Ready again with the same pin.
+	gittest.MoveTag(t, f.catalog, "nginx-hello/v1", pinned)
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	f.g.Expect(pd.Status.Resolved.Commit).To(Equal(pinned))
+
+	// The tag deleted: RevisionNotFound, the pin is kept and named with its commit.
+	gittest.DeleteTag(t, f.catalog, "nginx-hello/v1")
+	cond = f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
+	f.g.Expect(cond.Message).To(ContainSubstring("keeping the current pin nginx-hello/v1 (commit " + pinned + ")"))
+	f.g.Expect(pd.Status.Resolved.Commit).To(Equal(pinned))
+	f.g.Consistently(func() int {
+		f.g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		return c.Status.DeployedPackages.Revision
+	}, 3*time.Second, 500*time.Millisecond).Should(Equal(first.Revision+1), "nothing is published for a moved or deleted tag")
+}
+
+// "latest" never moves backwards because the newest tag vanished.
+func TestLatestNeverGoesBack(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"}))
+	v3 := gittest.Tags(t, f.catalog)["nginx-hello/v3"]
+
+	gittest.DeleteTag(t, f.catalog, "nginx-hello/v3")
+	cond := f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
+	f.g.Expect(cond.Message).To(And(ContainSubstring("latest never goes back"), ContainSubstring("nginx-hello/v2"), ContainSubstring(v3)))
+	f.g.Expect(pd.Status.Resolved.Tag).To(Equal("nginx-hello/v3"))
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"}))
+
+	// A person chooses v2: it is deployed.
+	f.update(pd, func() { pd.Spec.Package.Revision = "v2" })
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
+}
+
+// revisionOf is the revision a RootSync or RepoSync syncs.
+func revisionOf(u *unstructured.Unstructured) string {
+	rev, _, _ := unstructured.NestedString(u.Object, "spec", "git", "revision")
+	return rev
+}

@@ -51,3 +51,13 @@ func Observed(conds []metav1.Condition, gen int64) bool {
 	c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady)
 	return c != nil && c.ObservedGeneration == gen
 }
+
+// ObserveGeneration sets *observed (status.observedGeneration) to gen once the reconciler has
+// written Ready for gen, whatever the outcome: kstatus reads an object whose observedGeneration
+// lags as still in progress, so a failure that needs a person must bring it up to date too.
+// Every reconciler calls it just before writing status: one rule for every kind.
+func ObserveGeneration(conds []metav1.Condition, gen int64, observed *int64) {
+	if Observed(conds, gen) {
+		*observed = gen
+	}
+}

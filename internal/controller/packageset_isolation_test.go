@@ -183,7 +183,8 @@ func TestPackageSetObjectsGeneratorKinds(t *testing.T) {
 	g.Expect(cond.Message).To(SatisfyAll(
 		ContainSubstring("Machine.infra.example.com"), ContainSubstring("--objects-generator-kinds"),
 		ContainSubstring("allowed now: WorkloadCluster.infra.nephio.org"), ContainSubstring("keeping the 2 existing deployments")))
-	g.Expect(set.Status.ObservedGeneration).NotTo(Equal(set.Generation), "a refused generation is not observed as reconciled")
+	// The refusal is this generation's outcome (kstatus: Failed, not still in progress).
+	g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation), "a refused generation is observed, and reported Stalled")
 	g.Consistently(func() []string { return f.deploymentsOf("objs") }, "2s").Should(Equal([]string{"objs-a→a", "objs-c→c"}))
 	g.Consistently(func(g Gomega) int { return watches(g, "infra.example.com", "machines") }, "2s").Should(BeZero())
 	g.Expect(watches(g, "infra.nephio.org", "workloadclusters")).To(Equal(1), "the allowed kind is still watched once")

@@ -64,6 +64,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	p := patch.New(r.Client, pd)
 	before := pd.Status.DeepCopy()
 	defer func() {
+		conditions.ObserveGeneration(pd.Status.Conditions, pd.Generation, &pd.Status.ObservedGeneration)
 		if perr := p.Patch(ctx, pd); perr != nil && err == nil {
 			err = perr
 		}

@@ -78,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p := patch.New(r.Client, set)
 	defer func() {
+		conditions.ObserveGeneration(set.Status.Conditions, set.Generation, &set.Status.ObservedGeneration)
 		if perr := p.Patch(ctx, set); perr != nil && err == nil {
 			err = perr
 		}

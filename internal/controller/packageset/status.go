@@ -52,8 +52,7 @@ func setDeleting(set *v1alpha1.PackageSet, left int) {
 }
 
 func stalled(set *v1alpha1.PackageSet, reason, msg string) {
-	conditions.Set(&set.Status.Conditions, set.Generation, v1alpha1.ConditionReady, false, reason, msg)
-	conditions.Set(&set.Status.Conditions, set.Generation, v1alpha1.ConditionStalled, true, reason, msg)
+	conditions.Stalled(&set.Status.Conditions, set.Generation, reason, msg)
 	meta.RemoveStatusCondition(&set.Status.Conditions, v1alpha1.ConditionProgressing)
 }
 
@@ -89,32 +88,41 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		s.Problems = append(s.Problems, v1alpha1.TargetProblem{Target: p.Target, Message: p.Message})
 	}
 	s.ObservedGeneration = gen
-	meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionStalled)
 	for state, n := range map[string]int{"total": s.Targets, "updated": updated, "ready": ready, "failed": s.Failed} {
 		metrics.Targets.WithLabelValues(set.Namespace, set.Name, state).Set(float64(n))
 	}
 
+	// Progressing (the set's own condition, as a Deployment's) says whether deployments move;
+	// Ready, Reconciling and Stalled say, as for every kind, whether the set is done, still at
+	// work or waiting for a person (kstatus).
 	ro := s.Rollout
 	switch {
 	case ro != nil && ro.Halted:
 		stalled(set, "RolloutHalted", ro.Message)
 	case ro != nil && ro.Paused:
-		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "RolloutPaused", ro.Message)
+		// Waiting for a person to resume, as a proposal waits for approval: not done, no error.
+		conditions.Progressing(&s.Conditions, gen, "RolloutPaused", ro.Message)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "RolloutPaused", ro.Message)
 	case len(result.Problems) > 0:
 		msg := fmt.Sprintf("%d of %d targets have problems (see status.problems), first: %s: %s", len(result.Problems), s.Targets, result.Problems[0].Target, result.Problems[0].Message)
-		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "TargetProblems", msg)
-		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, ready < len(result.Targets), "TargetProblems", msg)
+		moving := ready < len(result.Targets)
+		if moving {
+			conditions.Progressing(&s.Conditions, gen, "TargetProblems", msg)
+		} else {
+			// Everything else is ready: only fixing the problems finishes the set.
+			conditions.Stalled(&s.Conditions, gen, "TargetProblems", msg)
+		}
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, moving, "TargetProblems", msg)
 	case ready < len(result.Targets) || (ro != nil && !rollout.Done(ro)):
 		msg := fmt.Sprintf("%d of %d deployments ready, %d updated", ready, len(result.Targets), updated)
 		if ro != nil {
 			msg += "; rollout of " + ro.Revision + ": " + ro.Message
 		}
-		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, false, "Progressing", msg)
+		conditions.Progressing(&s.Conditions, gen, "Progressing", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, true, "Progressing", msg)
 	default:
 		msg := fmt.Sprintf("all %d deployments ready", ready)
-		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionReady, true, "Ready", msg)
+		conditions.Ready(&s.Conditions, gen, "Ready", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "Ready", msg)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/patch"
@@ -43,6 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p := patch.New(r.Client, repo)
 	defer func() {
+		conditions.ObserveGeneration(repo.Status.Conditions, repo.Generation, &repo.Status.ObservedGeneration)
 		if perr := p.Patch(ctx, repo); perr != nil && err == nil {
 			err = perr
 		}

@@ -78,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p := patch.New(r.Client, cluster)
 	defer func() {
+		conditions.ObserveGeneration(cluster.Status.Conditions, cluster.Generation, &cluster.Status.ObservedGeneration)
 		if perr := p.Patch(ctx, cluster); perr != nil && err == nil {
 			err = perr
 		}

@@ -26,7 +26,9 @@ type PackageDeploymentSpec struct {
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
-	// DependsOn names PackageDeployments on the same cluster that must be synced first.
+	// DependsOn names PackageDeployments on the same cluster that must be synced first. One that
+	// does not exist or is on another cluster is an error (Stalled); the deployment is not
+	// published before every one it names is.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
 	// +listMapKey=name

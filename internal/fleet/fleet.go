@@ -91,10 +91,15 @@ type Rendered struct {
 	// Digest identifies what Publish would write for the cluster: equal digests, equal trees. The
 	// controller uses it to skip a git round trip when nothing it would write has changed.
 	Digest string
+	// Held maps each deployment left out for a dependency without a pin to that dependency.
+	Held map[string]string
 }
 
-// Render renders the cluster's deployed-packages from pins, for clusterRepo.
-func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin) (Rendered, error) {
+// Render renders the cluster's deployed-packages from pins, for clusterRepo. published is the
+// cluster's current revision (nil if none): a deployment whose dependsOn names one without a pin
+// here is held back until it has one, unless published already carries it (see Hold).
+func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin, published *v1alpha1.DeployedPackagesStatus) (Rendered, error) {
+	pins, held := Hold(pins, published)
 	pkg, err := render.DeployedPackages(cluster, pins)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("%w: %w", ErrRender, err)
@@ -105,7 +110,77 @@ func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(pkg.Files[name]))
 		h.Write(pkg.Files[name])
 	}
-	return Rendered{Package: pkg, Digest: hex.EncodeToString(h.Sum(nil))}, nil
+	return Rendered{Package: pkg, Digest: hex.EncodeToString(h.Sum(nil)), Held: held}, nil
+}
+
+// Hold leaves out of pins each deployment whose dependsOn names a deployment without a pin among
+// them (it does not exist, is on another cluster, or is not resolved yet), and, in turn, those
+// that depend on a deployment left out: publishing it would drop the ordering the user asked for.
+// A deployment that published already carries stays (its dependency went away later: undeploying
+// it would be worse than losing the order). held maps each deployment left out to the dependency
+// it waits for.
+func Hold(pins []render.Pin, published *v1alpha1.DeployedPackagesStatus) (kept []render.Pin, held map[string]string) {
+	live := map[string]bool{}
+	for _, p := range pinsOf(published) {
+		live[p.Deployment] = true
+	}
+	in := map[string]bool{}
+	for _, p := range pins {
+		in[p.Deployment.Name] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range pins {
+			name := p.Deployment.Name
+			if !in[name] || live[name] {
+				continue
+			}
+			for _, d := range p.Deployment.Spec.DependsOn {
+				if !in[d.Name] {
+					if held == nil {
+						held = map[string]string{}
+					}
+					in[name], held[name], changed = false, d.Name, true
+					break
+				}
+			}
+		}
+	}
+	for _, p := range pins {
+		if in[p.Deployment.Name] {
+			kept = append(kept, p)
+		}
+	}
+	return kept, held
+}
+
+// Errors of CheckDependencies.
+var (
+	ErrDependencyNotFound     = errors.New("dependency not found")
+	ErrDependencyOtherCluster = errors.New("dependency on another cluster")
+)
+
+// CheckDependencies checks that every deployment pd's dependsOn names exists (get returns nil,
+// nil for one that does not) and is on pd's cluster: anything else could never be ordered, and
+// would be held back forever (see Hold).
+func CheckDependencies(pd *v1alpha1.PackageDeployment, get func(name string) (*v1alpha1.PackageDeployment, error)) error {
+	for _, d := range pd.Spec.DependsOn {
+		if d.Name == pd.Name {
+			return fmt.Errorf("%w: dependsOn names the deployment itself", ErrDependencyNotFound)
+		}
+		dep, err := get(d.Name)
+		switch {
+		case err != nil:
+			return err
+		case dep == nil:
+			return fmt.Errorf("%w: dependsOn names %s, which does not exist in namespace %s: create it or fix spec.dependsOn",
+				ErrDependencyNotFound, d.Name, pd.Namespace)
+		case dep.Spec.Cluster.Name != pd.Spec.Cluster.Name:
+			return fmt.Errorf("%w: dependsOn names %s, which deploys to cluster %s, not %s: dependsOn orders the deployments of one cluster",
+				ErrDependencyOtherCluster, d.Name, dep.Spec.Cluster.Name, pd.Spec.Cluster.Name)
+		}
+	}
+	return nil
 }
 
 // Publish publishes the cluster's rendered deployed-packages (see Render) on the cluster

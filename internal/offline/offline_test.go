@@ -132,6 +132,47 @@ spec: {cluster: {name: edge02}, package: {repository: {name: catalog}, name: app
 	}
 }
 
+// dependsOn naming a deployment that does not exist, or one on another cluster, fails that
+// cluster (the same check as the controller's), and nothing is published for it.
+func TestRunRefusesDependencyErrors(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageDeployment
+metadata: {name: edge02-app, namespace: fleet}
+spec: {cluster: {name: edge02}, package: {repository: {name: catalog}, name: app, revision: v1}, dependsOn: [{name: edge02-crds}]}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageDeployment
+metadata: {name: edge01-top, namespace: fleet}
+spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: app, revision: v1}, dependsOn: [{name: edge02-app}]}
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := Run(context.Background(), pkgrepo.NewStore(t.TempDir()), f)
+	got := table(t, results)
+	for _, want := range []string{"edge02-crds, which does not exist in namespace fleet", "edge02-app, which deploys to cluster edge02, not edge01"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table misses %q:\n%s", want, got)
+		}
+	}
+	if Failed(results) != 2 {
+		t.Errorf("want both clusters to fail:\n%s", got)
+	}
+	for _, r := range []string{"edge01", "edge02"} {
+		if tags := gittest.Tags(t, srv.Dir(r)); len(tags) != 0 {
+			t.Errorf("%s got tags %v despite the error", r, tags)
+		}
+	}
+}
+
 func TestLoadRejectsBadInput(t *testing.T) {
 	cases := map[string]struct {
 		yaml string

@@ -70,7 +70,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	rendered, err := fleet.Render(c, repo, pins)
+	rendered, err := fleet.Render(c, repo, pins, published)
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
@@ -83,6 +83,11 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) 
 		pd := f.Deployments[key]
 		if pd.Namespace != c.Namespace || pd.Spec.Cluster.Name != c.Name {
 			continue
+		}
+		if err := fleet.CheckDependencies(pd, func(name string) (*v1alpha1.PackageDeployment, error) {
+			return f.Deployments[pd.Namespace+"/"+name], nil
+		}); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
 		}
 		name := c.Spec.Repository.Name
 		if r := pd.Spec.Package.Repository; r != nil {

@@ -26,6 +26,9 @@ const (
 	DeploymentSet = "packageSet"
 	// SetRepository indexes PackageSets by their blueprint's repository.
 	SetRepository = "spec.package.repository.name"
+	// DeploymentDependsOn indexes PackageDeployments by the names their spec.dependsOn lists: a
+	// deployment that appears, moves or goes brings back the ones that depend on it.
+	DeploymentDependsOn = "spec.dependsOn"
 	// RepositoryLocation indexes Repositories by Location: the clusters that may write to one
 	// place in git are found across namespaces without reading every Repository.
 	RepositoryLocation = "repositoryLocation"
@@ -53,6 +56,15 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 			return []string{s}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.PackageDeployment{}, DeploymentDependsOn, func(o client.Object) []string {
+		var names []string
+		for _, d := range o.(*v1alpha1.PackageDeployment).Spec.DependsOn {
+			names = append(names, d.Name)
+		}
+		return names
 	}); err != nil {
 		return err
 	}

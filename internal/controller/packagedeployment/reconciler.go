@@ -101,7 +101,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
 	setPublication(pd, before, cluster)
-	if wait, ok := r.deferStatus(pd, before, cluster); ok {
+	if err := fleet.CheckDependencies(pd, r.deployment(ctx, pd.Namespace)); err != nil {
+		if !errors.Is(err, fleet.ErrDependencyNotFound) && !errors.Is(err, fleet.ErrDependencyOtherCluster) {
+			return ctrl.Result{}, err
+		}
+		setDependencyInvalid(pd, err)
+	} else if wait, ok := r.deferStatus(pd, before, cluster); ok {
 		// The cluster is about to publish this pin: report once, when it has.
 		pd.Status = *before
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -121,13 +126,16 @@ const statusDeferral = 30 * time.Second
 // deferStatus reports whether the status write of a deployment whose pin the cluster has not
 // published yet can wait for the publish (its event brings the deployment back), and for how long
 // at most. Only the first report of a generation waits, only for a cluster that publishes by
-// itself (Automatic, not suspended, not stalled), and at most statusDeferral.
+// itself (Automatic, not suspended, not stalled), and at most statusDeferral. A deployment held
+// back for a dependency reports at once: the cluster will not publish it yet.
 func (r *Reconciler) deferStatus(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDeploymentStatus, cluster *v1alpha1.WorkloadCluster) (time.Duration, bool) {
 	key := client.ObjectKeyFromObject(pd)
 	r.deferredMu.Lock()
 	defer r.deferredMu.Unlock()
 	published := meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionPublished)
-	if published || pd.Status.Resolved == nil || conditions.Observed(before.Conditions, pd.Generation) ||
+	c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionPublished)
+	held := c != nil && c.Reason == reasonWaitingForDependency
+	if published || held || pd.Status.Resolved == nil || conditions.Observed(before.Conditions, pd.Generation) ||
 		cluster.Spec.Approval == v1alpha1.ApprovalManual || cluster.Spec.Suspend ||
 		meta.IsStatusConditionTrue(cluster.Status.Conditions, v1alpha1.ConditionStalled) {
 		delete(r.deferred, key)
@@ -186,6 +194,18 @@ func (r *Reconciler) healthInterval() time.Duration {
 		return r.HealthInterval
 	}
 	return 10 * time.Second
+}
+
+// deployment reads the namespace's deployments for CheckDependencies.
+func (r *Reconciler) deployment(ctx context.Context, namespace string) func(string) (*v1alpha1.PackageDeployment, error) {
+	return func(name string) (*v1alpha1.PackageDeployment, error) {
+		dep := &v1alpha1.PackageDeployment{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, dep)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return dep, err
+	}
 }
 
 // cluster returns the deployment's cluster, nil if it does not exist.

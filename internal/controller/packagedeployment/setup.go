@@ -16,12 +16,14 @@ import (
 )
 
 // SetupWithManager registers the reconciler: a deployment is reconciled when it changes, when its
-// cluster changes (status: what is published) and when a repository it reads changes (new tags).
+// cluster changes (status: what is published), when a repository it reads changes (new tags) and
+// when a deployment its dependsOn names appears, moves to another cluster or goes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PackageDeployment{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		Watches(&v1alpha1.PackageDeployment{}, handler.EnqueueRequestsFromMapFunc(r.forDependency), builder.WithPredicates(enqueue.NotStatusOnly())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("packagedeployment").
 		Complete(r)
@@ -29,6 +31,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.lookup(ctx, o.GetNamespace(), index.DeploymentCluster, o.GetName(), nil)
+}
+
+// forDependency finds the deployments whose dependsOn names o.
+func (r *Reconciler) forDependency(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.lookup(ctx, o.GetNamespace(), index.DeploymentDependsOn, o.GetName(), nil)
 }
 
 // forRepository finds the deployments that read from the repository: named explicitly or

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/health"
 )
@@ -74,9 +75,16 @@ func setPublication(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDepl
 		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "WaitingForApproval", msg)
 		conditions.Progressing(&pd.Status.Conditions, gen, "WaitingForApproval", msg)
 	default:
-		msg := fmt.Sprintf("%s waits to be published in %s of cluster %s", want.Tag, "deployed-packages", cluster.Name)
-		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "Publishing", msg)
-		conditions.Progressing(&pd.Status.Conditions, gen, "Publishing", msg)
+		reason, msg := "Publishing", fmt.Sprintf("%s waits to be published in %s of cluster %s", want.Tag, "deployed-packages", cluster.Name)
+		for _, d := range pd.Spec.DependsOn {
+			if publishedTag(cluster, d.Name) == "" {
+				// Held back by the cluster until the dependency is published (fleet.Hold).
+				reason, msg = reasonWaitingForDependency, fmt.Sprintf("%s waits for %s, which it depends on, to be published on cluster %s", want.Tag, d.Name, cluster.Name)
+				break
+			}
+		}
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, reason, msg)
+		conditions.Progressing(&pd.Status.Conditions, gen, reason, msg)
 	}
 	pd.Status.ObservedGeneration = gen
 }
@@ -101,4 +109,16 @@ func setSynced(pd *v1alpha1.PackageDeployment, h health.Result) {
 func setUndeploying(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
 	conditions.Progressing(&pd.Status.Conditions, pd.Generation, "Undeploying",
 		fmt.Sprintf("waiting for a deployed-packages revision of cluster %s without this deployment", cluster.Name))
+}
+
+const reasonWaitingForDependency = "WaitingForDependency"
+
+// setDependencyInvalid reports a dependsOn that can never be met: the deployment is held back
+// (or, published before its dependency went, kept as it is) until a person fixes it.
+func setDependencyInvalid(pd *v1alpha1.PackageDeployment, err error) {
+	reason := "DependencyNotFound"
+	if errors.Is(err, fleet.ErrDependencyOtherCluster) {
+		reason = "DependencyOnOtherCluster"
+	}
+	conditions.Stalled(&pd.Status.Conditions, pd.Generation, reason, err.Error())
 }

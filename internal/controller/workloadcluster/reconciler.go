@@ -120,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rendered, err := fleet.Render(cluster, repo, pins)
+	rendered, err := fleet.Render(cluster, repo, pins, cluster.Status.DeployedPackages)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil

@@ -1,0 +1,51 @@
+package fleet_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/render"
+)
+
+func TestHold(t *testing.T) {
+	pin := func(name string, deps ...string) render.Pin {
+		pd := &v1alpha1.PackageDeployment{}
+		pd.Name = name
+		for _, d := range deps {
+			pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
+		}
+		return render.Pin{Deployment: pd}
+	}
+	pins := []render.Pin{pin("crds"), pin("app", "crds"), pin("top", "app"), pin("lone", "gone"), pin("after", "lone"), pin("kept", "gone")}
+	names := func(pins []render.Pin) []string {
+		var out []string
+		for _, p := range pins {
+			out = append(out, p.Deployment.Name)
+		}
+		return out
+	}
+	kept, held := fleet.Hold(pins, nil)
+	if diff := cmp.Diff([]string{"crds", "app", "top"}, names(kept)); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"lone": "gone", "after": "lone", "kept": "gone"}, held); diff != "" {
+		t.Errorf("held (-want +got):\n%s", diff)
+	}
+	// Published before its dependency went: kept, and so is what depends on it.
+	published := &v1alpha1.DeployedPackagesStatus{Packages: []v1alpha1.PublishedPin{{Deployment: "kept"}, {Deployment: "lone"}}}
+	kept, held = fleet.Hold(pins, published)
+	if diff := cmp.Diff([]string{"crds", "app", "top", "lone", "after", "kept"}, names(kept)); diff != "" {
+		t.Errorf("kept with published (-want +got):\n%s", diff)
+	}
+	if len(held) != 0 {
+		t.Errorf("held with published = %v; want none", held)
+	}
+	// Without its dependency, app is held, and top with it.
+	kept, _ = fleet.Hold([]render.Pin{pin("app", "crds"), pin("top", "app")}, nil)
+	if len(kept) != 0 {
+		t.Errorf("kept = %v; want none", names(kept))
+	}
+}

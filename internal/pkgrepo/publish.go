@@ -2,6 +2,7 @@ package pkgrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -37,6 +38,16 @@ type PublishRequest struct {
 	// since, Publish pushes nothing and returns ErrPackageChanged, so the
 	// caller merges again instead of overwriting someone's edit.
 	PackageBase string
+	// Rendered, when set, is what flotilla rendered for P before merging it with the branch's
+	// copy. It is kept beside the revision, under refs/flotilla/rendered/P (never on a branch, so
+	// no agent deploys it), in the same atomic push, as the base of the next 3-way merge (see
+	// ReadRendered). Ignored for proposals.
+	Rendered map[string][]byte
+}
+
+// renderedRef is where the render behind P's latest revision is kept.
+func renderedRef(pkg string) plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/flotilla/rendered/" + pkg)
 }
 
 // PublishResult is the outcome of Publish or Approve.
@@ -64,6 +75,13 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 	if err := validateFiles(req.Files); err != nil {
 		return PublishResult{}, fmt.Errorf("publish %s: %w", pkg, err)
 	}
+	if req.Rendered != nil && !req.Proposal {
+		if err := validateFiles(req.Rendered); err != nil {
+			return PublishResult{}, fmt.Errorf("publish %s: rendered: %w", pkg, err)
+		}
+	} else {
+		req.Rendered = nil
+	}
 	m, ep, unlock, err := s.lock(r)
 	if err != nil {
 		return PublishResult{}, err
@@ -77,6 +95,15 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 		p, err := s.planPublish(c, req)
 		if err != nil {
 			return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)
+		}
+		if req.Rendered != nil {
+			spec, err := s.keepRendered(m, pkg, req.Rendered)
+			if err != nil {
+				return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)
+			}
+			if spec != "" {
+				p.refspecs = append(p.refspecs, spec)
+			}
 		}
 		return p, nil
 	})
@@ -175,6 +202,71 @@ func (s *Store) planPublish(c change, req PublishRequest) (plan, error) {
 	}, c.deleteProposals(0)...)
 	res := PublishResult{Changed: true, Revision: n, Tag: tag, Commit: commit.String()}
 	return plan{refspecs: specs, result: res}, nil
+}
+
+// keepRendered returns the refspec that makes refs/flotilla/rendered/P a commit of files, "" when
+// it already is one. The ref is flotilla's own bookkeeping: it is forced, never a tag or branch.
+func (s *Store) keepRendered(m *mirror, pkg string, files map[string][]byte) (config.RefSpec, error) {
+	sub, err := buildPackageTree(m.repo.Storer, files)
+	if err != nil {
+		return "", err
+	}
+	// Laid out as on the branch (the files under P), so one reader serves both.
+	tree, err := replaceSubtree(m.repo.Storer, plumbing.ZeroHash, pkg, sub)
+	if err != nil {
+		return "", err
+	}
+	name := renderedRef(pkg)
+	var parent plumbing.Hash
+	ref, err := m.repo.Storer.Reference(name)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+	case err != nil:
+		return "", err
+	default:
+		parent = ref.Hash()
+		if old, err := commitTree(m.repo.Storer, parent); err == nil && old == tree {
+			return "", nil
+		}
+	}
+	commit, err := writeCommit(m.repo.Storer, tree, parent, "flotilla: render of "+pkg, defaultAuthor, s.now())
+	if err != nil {
+		return "", err
+	}
+	return refspec("+", commit, name.String()), nil
+}
+
+// ReadRendered returns the render kept with P's latest revision (PublishRequest.Rendered), false
+// when there is none. Like Resolve it reads the mirror unless it is stale.
+func (s *Store) ReadRendered(ctx context.Context, r Remote, pkg string) (map[string][]byte, bool, error) {
+	pkg, err := cleanPackage(pkg)
+	if err != nil {
+		return nil, false, err
+	}
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		return nil, false, err
+	}
+	ref, err := m.repo.Storer.Reference(renderedRef(pkg))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", ep.display, err)
+	}
+	tree, err := commitTree(m.repo.Storer, ref.Hash())
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", ep.display, renderedRef(pkg), err)
+	}
+	files, err := readTree(m, tree, pkg)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", ep.display, renderedRef(pkg), err)
+	}
+	return files, true, nil
 }
 
 // unchanged reports the latest revision and deletes stale proposals: the

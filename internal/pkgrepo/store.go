@@ -36,10 +36,11 @@ import (
 const DefaultRefreshInterval = 10 * time.Second
 
 // mirrorRefSpecs make the local mirror an exact copy of the remote's
-// branches and tags (forced and pruned: the remote is the truth).
+// branches, tags and flotilla refs (forced and pruned: the remote is the truth).
 var mirrorRefSpecs = []config.RefSpec{
 	"+refs/heads/*:refs/heads/*",
 	"+refs/tags/*:refs/tags/*",
+	"+refs/flotilla/*:refs/flotilla/*", // flotilla's bookkeeping (PublishRequest.Rendered)
 }
 
 // Store keeps one local bare mirror per remote URL and scope (Remote.Scope)

@@ -22,6 +22,7 @@ type Git interface {
 	Latest(ctx context.Context, r pkgrepo.Remote, pkg string) (pkgrepo.Revision, bool, error)
 	ReadPackage(ctx context.Context, r pkgrepo.Remote, pkg, commit string) (map[string][]byte, error)
 	Publish(ctx context.Context, r pkgrepo.Remote, req pkgrepo.PublishRequest) (pkgrepo.PublishResult, error)
+	ReadRendered(ctx context.Context, r pkgrepo.Remote, pkg string) (map[string][]byte, bool, error)
 }
 
 // Request is one target's variant.
@@ -48,9 +49,11 @@ type Result struct {
 }
 
 // Publish renders the variant, merges it with the copy in the target repository (keeping direct
-// edits: base = the render of the inputs the copy was made from, ours = the copy at the branch
-// head, theirs = the new render), and publishes the result. A conflict returns
-// *specialize.Conflict and publishes nothing.
+// edits: base = what flotilla rendered for the copy, kept with it in git; ours = the copy at the
+// branch head; theirs = the new render), and publishes the result with the new render kept for the
+// next merge. Every input of the previous render (blueprint, values, injected objects, functions
+// and their configuration) is in that base, so a change of any of them reaches the variant. A
+// conflict returns *specialize.Conflict and publishes nothing.
 func Publish(ctx context.Context, git Git, req Request) (Result, error) {
 	blueprint, err := git.ReadPackage(ctx, req.Blueprint, req.BlueprintPath, req.Upstream.Commit)
 	if err != nil {
@@ -72,6 +75,7 @@ func Publish(ctx context.Context, git Git, req Request) (Result, error) {
 			Files:       merged,
 			Message:     fmt.Sprintf("%s: render %s", req.PackagePath, req.Upstream.Ref),
 			PackageBase: head,
+			Rendered:    theirs,
 		})
 		if errors.Is(err, pkgrepo.ErrPackageChanged) && attempt < maxMergeAttempts {
 			continue
@@ -117,6 +121,16 @@ func mergeWithCopy(ctx context.Context, git Git, req Request, theirs map[string]
 	if err != nil {
 		return theirs, snap.Head, nil // the variant's directory is gone from the branch: render it anew
 	}
+	if base, ok, err := git.ReadRendered(ctx, req.Target, req.PackagePath); err != nil || ok {
+		if err != nil {
+			return nil, "", err
+		}
+		merged, err := specialize.Merge3(base, ours, theirs)
+		return merged, snap.Head, err
+	}
+	// A variant published before renders were kept: re-render its base from the inputs its
+	// Kptfile and package-context.yaml record (today's injections and functions stand in for
+	// theirs then, once; the publish keeps the render from now on).
 	prev, err := previousInputs(ours)
 	if err != nil {
 		return nil, "", err

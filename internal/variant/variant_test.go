@@ -87,3 +87,62 @@ func TestPublishRefusesToOverwriteAConcurrentEdit(t *testing.T) {
 		t.Errorf("the edit was overwritten:\n%s", got)
 	}
 }
+
+// A change of an injected object or of a function's configuration reaches an existing variant,
+// whose direct edits are kept: the merge base is what was rendered for the copy (kept with it in
+// git), not a render of the old blueprint with today's injections and functions.
+func TestInjectionAndPipelineChangesReachTheVariant(t *testing.T) {
+	srv := gittest.NewServer(t)
+	srv.CreateRepo(t, "catalog")
+	srv.CreateRepo(t, "edge")
+	endpoints := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: endpoints\n  annotations:\n    kpt.dev/config-injection: required\ndata:\n  db: db.default.example\n"
+	v1 := gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
+		"upf/Kptfile": kptfile, "upf/deployment.yaml": deployment("8805"), "upf/endpoints.yaml": endpoints,
+	}, "upf/v1")
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	ctx := context.Background()
+	inject := func(db string) []specialize.Injection {
+		return []specialize.Injection{{Kind: "ConfigMap", Name: "edge-endpoints", Object: map[string]any{"apiVersion": "v1", "data": map[string]any{"db": db}}}}
+	}
+	labels := func(tier string) []specialize.Function {
+		return []specialize.Function{{Image: "gcr.io/kpt-fn/set-labels:v0.2", ConfigMap: map[string]string{"tier": tier}}}
+	}
+	req := Request{
+		Blueprint: pkgrepo.Remote{URL: srv.URL + "/catalog.git"}, BlueprintPath: "upf",
+		Upstream: specialize.Upstream{Repo: srv.URL + "/catalog.git", Directory: "/upf", Ref: "upf/v1", Commit: v1},
+		Target:   pkgrepo.Remote{URL: srv.URL + "/edge.git"}, PackagePath: "upf",
+		Values:     map[string]string{"replicas": "3", "region": "none", "image": "upf:1.1"},
+		Injections: inject("db.edge-a.example"),
+		Pipeline:   labels("gold"),
+	}
+	if _, err := Publish(ctx, store, req); err != nil {
+		t.Fatal(err)
+	}
+	edge := srv.Dir("edge")
+	file := func(rev, name string) string { return gittest.ReadFile(t, edge, rev, "upf/"+name) }
+	if got := file("main", "endpoints.yaml"); !strings.Contains(got, "db.edge-a.example") {
+		t.Fatalf("first render misses the injection:\n%s", got)
+	}
+	// A direct edit of the variant.
+	gittest.Commit(t, edge, "", map[string]string{"upf/deployment.yaml": strings.Replace(file("main", "deployment.yaml"), "replicas: 3", "replicas: 5", 1)})
+
+	req.Injections, req.Pipeline = inject("db.edge-b.example"), labels("silver")
+	res, err := Publish(ctx, store, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Changed {
+		t.Fatal("the new injection and function configuration published nothing")
+	}
+	if got := file(res.Revision.Tag, "endpoints.yaml"); !strings.Contains(got, "db.edge-b.example") || strings.Contains(got, "edge-a") {
+		t.Errorf("the injection change did not reach the variant:\n%s", got)
+	}
+	got := file(res.Revision.Tag, "deployment.yaml")
+	if !strings.Contains(got, "tier: silver") || strings.Contains(got, "tier: gold") {
+		t.Errorf("the function's new configuration did not reach the variant:\n%s", got)
+	}
+	if !strings.Contains(got, "replicas: 5") {
+		t.Errorf("the direct edit was lost:\n%s", got)
+	}
+}

@@ -132,7 +132,9 @@ type ArgoCDSync struct {
 	// +kubebuilder:default=default
 	// +optional
 	Project string `json:"project,omitempty"`
-	// Destination of the generated Applications.
+	// Destination of the generated child Applications (the root Application always deploys to
+	// Argo CD's own cluster). Another cluster than Argo CD's own means one central Argo CD: the
+	// root is then named per cluster, and kubeConfigSecretRef names the Argo CD cluster.
 	// +optional
 	Destination ArgoCDDestination `json:"destination,omitempty"`
 }

@@ -47,6 +47,9 @@ func TestEngineSwitchAndRealCRDs(t *testing.T) {
 		v1alpha1.PublishedPin{Deployment: "edge01-crds", Tag: "crds/v1"},
 	)
 	c := f.clusterWith(both)
+	// dependsOn with Argo CD: the cluster's status says what ordering needs.
+	ready := f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	f.g.Expect(ready.Message).To(SatisfyAll(ContainSubstring("dependsOn of edge01-app"), ContainSubstring("Application health check")))
 	argo := f.objects(c.Status.DeployedPackages.Tag)
 	f.g.Expect(kinds(argo)).To(ConsistOf("Application", "Application"))
 	for _, o := range argo {
@@ -162,6 +165,8 @@ func TestEngineObjectsForAwkwardInputs(t *testing.T) {
 					PinBy:  tc.pinBy,
 					Git:    v1alpha1.ClusterGitAuth{Auth: "ssh", SecretRef: &v1alpha1.LocalObjectReference{Name: "git-creds"}},
 					Flux:   &v1alpha1.FluxSync{Namespace: "flux-system", Interval: &metav1.Duration{Duration: 90*time.Second + 1500*time.Microsecond}},
+					// A central Argo CD: the children deploy to the workload cluster, the root does not.
+					ArgoCD: &v1alpha1.ArgoCDSync{Destination: v1alpha1.ArgoCDDestination{Server: "https://edge01.example:6443"}},
 				}},
 			}
 			pkg, err := render.DeployedPackages(cluster, pins)

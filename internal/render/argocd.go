@@ -1,6 +1,8 @@
 package render
 
 import (
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -38,7 +40,7 @@ func argoCDSpec(s v1alpha1.ArgoCDSync, repo, revision, path, namespace string) m
 	case s.Destination.Server != "":
 		dest["server"] = s.Destination.Server
 	default:
-		dest["server"] = "https://kubernetes.default.svc"
+		dest["server"] = argoCDInCluster
 	}
 	syncPolicy := map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}}
 	if namespace != "" {
@@ -54,6 +56,44 @@ func argoCDSpec(s v1alpha1.ArgoCDSync, repo, revision, path, namespace string) m
 }
 
 // argoCDSettings is the cluster's Argo CD settings with defaults filled in.
+// argoCDInCluster is how an Application names the cluster Argo CD runs in.
+const argoCDInCluster = "https://kubernetes.default.svc"
+
+// argoCDCentral reports whether the Applications deploy to another cluster than Argo CD's own:
+// one central Argo CD for many workload clusters.
+func argoCDCentral(s v1alpha1.ArgoCDSync) bool {
+	return s.Destination.Name != "" && s.Destination.Name != "in-cluster" ||
+		s.Destination.Server != "" && s.Destination.Server != argoCDInCluster
+}
+
+// Caveats are what the cluster's status says about deployments that work, but not as the user
+// may expect, on the cluster's engine: dependsOn with Argo CD orders the child Applications only
+// when Argo CD assesses Applications' health (docs/engines/argocd.md).
+func Caveats(cluster *v1alpha1.WorkloadCluster, pins []Pin) []string {
+	if Engine(cluster) != v1alpha1.EngineArgoCD {
+		return nil
+	}
+	var ordered []string
+	for _, p := range pins {
+		if len(p.Deployment.Spec.DependsOn) > 0 {
+			ordered = append(ordered, p.Deployment.Name)
+		}
+	}
+	if len(ordered) == 0 {
+		return nil
+	}
+	sort.Strings(ordered)
+	return []string{fmt.Sprintf("dependsOn of %s becomes Argo CD sync waves, which wait for the dependencies only when Argo CD has the Application health check "+
+		"(resource.customizations.health.argoproj.io_Application in argocd-cm, see docs/engines/argocd.md)", strings.Join(first(ordered, 3), ", "))}
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("%d more", len(s)-n))
+	}
+	return s
+}
+
 func argoCDSettings(cluster *v1alpha1.WorkloadCluster) v1alpha1.ArgoCDSync {
 	s := v1alpha1.ArgoCDSync{}
 	if cluster.Spec.Sync.ArgoCD != nil {

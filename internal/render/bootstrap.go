@@ -1,8 +1,11 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
@@ -10,6 +13,22 @@ import (
 // BootstrapName is the name of the root sync object that makes a cluster sync its
 // deployed-packages.
 const BootstrapName = "flotilla-deployed-packages"
+
+// RootName is the name of cluster's root sync object: BootstrapName, except for Argo CD when the
+// Applications go to a central Argo CD (spec.sync.argoCD.destination names another cluster), where
+// the roots of many clusters share one namespace: flotilla-<cluster>-<hash>, unique per cluster.
+func RootName(cluster *v1alpha1.WorkloadCluster) string {
+	if Engine(cluster) != v1alpha1.EngineArgoCD || !argoCDCentral(argoCDSettings(cluster)) {
+		return BootstrapName
+	}
+	sum := sha256.Sum256([]byte("root\x00" + cluster.Namespace + "/" + cluster.Name))
+	hash := hex.EncodeToString(sum[:])[:nameHash]
+	prefix := "flotilla-" + cluster.Name
+	if room := maxSyncObjectName - len(hash) - 1; len(prefix) > room {
+		prefix = prefix[:room]
+	}
+	return strings.TrimRight(strings.ReplaceAll(prefix, ".", "-"), "-") + "-" + hash
+}
 
 // Source is where a cluster's agent reads its deployed-packages from.
 type Source struct {
@@ -39,7 +58,7 @@ func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) 
 			ns = namespace
 		}
 		return map[string]any{
-			"name":      BootstrapName,
+			"name":      RootName(cluster),
 			"namespace": ns,
 			"labels":    map[string]any{"app.kubernetes.io/managed-by": "flotilla", "flotilla.dev/cluster": cluster.Name},
 		}
@@ -64,6 +83,9 @@ func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) 
 			"metadata":   meta(s.Namespace),
 			"spec":       argoCDSpec(s, src.RepoURL, src.Branch, path.Clean(dir[1:]), ""),
 		}
+		// The root applies Applications: into Argo CD's own namespace of Argo CD's own cluster,
+		// whatever cluster the child Applications deploy to.
+		app["spec"].(map[string]any)["destination"] = map[string]any{"server": argoCDInCluster, "namespace": s.Namespace}
 		app["metadata"].(map[string]any)["finalizers"] = []any{argoCDResourcesFinalizer}
 		return marshal(app)
 	case v1alpha1.EngineFlux:

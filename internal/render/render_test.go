@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
@@ -378,5 +379,75 @@ func TestAwkwardInputsGolden(t *testing.T) {
 			}
 			compareGolden(t, filepath.Join("testdata", "awkward-"+strings.ToLower(string(engine))+".yaml"), concat(got.Files))
 		})
+	}
+}
+
+// With one central Argo CD, the root Application applies the child Applications into Argo CD's
+// own namespace and cluster, is named per cluster (many roots share that namespace), and only
+// the child Applications carry the workload cluster's destination.
+func TestArgoCDCentralInstance(t *testing.T) {
+	central := func(ns, name string) *v1alpha1.WorkloadCluster {
+		return &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.WorkloadClusterSpec{Sync: v1alpha1.ClusterSync{
+			Engine: v1alpha1.EngineArgoCD, ArgoCD: &v1alpha1.ArgoCDSync{Namespace: "argocd", Destination: v1alpha1.ArgoCDDestination{Server: "https://" + name + ".example:6443"}},
+		}}}
+	}
+	a, b := central("team-a", "edge01"), central("team-b", "edge01")
+	if RootName(a) == RootName(b) || RootName(a) == BootstrapName {
+		t.Fatalf("root names %q and %q: want one per cluster", RootName(a), RootName(b))
+	}
+	if !strings.HasPrefix(RootName(a), "flotilla-edge01-") || len(RootName(a)) > 38 {
+		t.Errorf("root name %q", RootName(a))
+	}
+	local := &v1alpha1.WorkloadCluster{Spec: v1alpha1.WorkloadClusterSpec{Sync: v1alpha1.ClusterSync{Engine: v1alpha1.EngineArgoCD}}}
+	if RootName(local) != BootstrapName {
+		t.Errorf("an in-cluster Argo CD keeps the root name %s, got %s", BootstrapName, RootName(local))
+	}
+
+	b1, err := Bootstrap(a, Source{RepoURL: "https://git.example/edge01.git", Branch: "main"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	if err := yaml.Unmarshal(b1, &root); err != nil {
+		t.Fatal(err)
+	}
+	spec := root["spec"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"server": "https://kubernetes.default.svc", "namespace": "argocd"}, spec["destination"]); diff != "" {
+		t.Errorf("root destination (-want +got):\n%s", diff)
+	}
+	if got := root["metadata"].(map[string]any)["name"]; got != RootName(a) {
+		t.Errorf("root name %v, want %s", got, RootName(a))
+	}
+
+	pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a"}, Spec: v1alpha1.PackageDeploymentSpec{
+		DependsOn: []v1alpha1.LocalObjectReference{{Name: "crds"}}}}
+	crds := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: "crds", Namespace: "team-a"}}
+	pins := []Pin{
+		{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main", Resolved: v1alpha1.ResolvedRevision{Tag: "app/v1", Commit: strings.Repeat("a", 40), Directory: "/app"}},
+		{Deployment: crds, RepoURL: "https://git.example/catalog.git", Branch: "main", Resolved: v1alpha1.ResolvedRevision{Tag: "crds/v1", Commit: strings.Repeat("b", 40), Directory: "/crds"}},
+	}
+	pkg, err := DeployedPackages(a, pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range pkg.Files {
+		if name == "Kptfile" {
+			continue
+		}
+		var app map[string]any
+		if err := yaml.Unmarshal(body, &app); err != nil {
+			t.Fatal(err)
+		}
+		dest := app["spec"].(map[string]any)["destination"].(map[string]any)
+		if dest["server"] != "https://edge01.example:6443" {
+			t.Errorf("%s: child destination %v, want the workload cluster", name, dest)
+		}
+	}
+	caveats := Caveats(a, pins)
+	if len(caveats) != 1 || !strings.Contains(caveats[0], "app") || !strings.Contains(caveats[0], "health") {
+		t.Errorf("Caveats = %q; want one naming app and the health check", caveats)
+	}
+	if c := Caveats(a, pins[1:]); c != nil {
+		t.Errorf("Caveats without dependsOn = %q", c)
 	}
 }

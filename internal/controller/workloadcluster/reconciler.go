@@ -143,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.recordEvent(cluster, out)
 	before := meta.FindStatusCondition(cluster.Status.Conditions, v1alpha1.ConditionReady)
 	refused := before == nil || before.Message != out.Approval.Message
-	setPublished(cluster, out)
+	setPublished(cluster, out, render.Caveats(cluster, pins)...)
 	if refused {
 		r.recordRefusedApproval(cluster, out.Approval)
 	}

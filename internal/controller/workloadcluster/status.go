@@ -60,7 +60,7 @@ func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
 		return
 	}
 	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionBootstrapped, true, "Applied",
-		fmt.Sprintf("%s is applied in the workload cluster", render.BootstrapName))
+		fmt.Sprintf("%s is applied in the cluster kubeConfigSecretRef names", render.RootName(c)))
 }
 
 // setHealthy sums up the deployments' Synced conditions: the cluster is healthy when the agent
@@ -98,7 +98,9 @@ func setFailed(c *v1alpha1.WorkloadCluster, err error) {
 	conditions.Progressing(&c.Status.Conditions, c.Generation, r, msg+", retrying")
 }
 
-func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome) {
+// setPublished reports what the publish did; caveats (render.Caveats) are added to the Ready
+// message of a published revision.
+func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome, caveats ...string) {
 	gen := c.Generation
 	c.Status.ObservedGeneration = gen
 	if p := out.Proposal; p != nil {
@@ -120,5 +122,9 @@ func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome) {
 		conditions.Progressing(&c.Status.Conditions, gen, "Publishing", "no deployed-packages revision is published yet")
 		return
 	}
-	conditions.Ready(&c.Status.Conditions, gen, "Published", fmt.Sprintf("%s is published (%d packages)", out.Published.Tag, len(out.Published.Packages)))
+	msg := fmt.Sprintf("%s is published (%d packages)", out.Published.Tag, len(out.Published.Packages))
+	for _, note := range caveats {
+		msg += "; note: " + note
+	}
+	conditions.Ready(&c.Status.Conditions, gen, "Published", msg)
 }

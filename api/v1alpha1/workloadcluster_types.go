@@ -187,6 +187,11 @@ type DeployedPackagesStatus struct {
 	Tag string `json:"tag"`
 	// Commit is the tagged commit.
 	Commit string `json:"commit"`
+	// Location is where the revision is: the cluster repository's normalized URL, branch and
+	// package directory. Of the clusters that share one location, the one published there keeps
+	// writing (see RepositoryInUse).
+	// +optional
+	Location string `json:"location,omitempty"`
 	// ApprovedCommit is the proposal commit whose approval published this revision (Manual): an
 	// approval annotation still naming it approves nothing more and is not reported as outdated.
 	// +optional

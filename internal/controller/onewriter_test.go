@@ -145,3 +145,35 @@ func TestOneWriterDifferentPackages(t *testing.T) {
 	f.g.Expect(second.Status.DeployedPackages.Tag).To(HavePrefix("edge02-packages/v"))
 	f.g.Expect(f.deployedTags()).To(ContainElements(HavePrefix("deployed-packages/v"), HavePrefix("edge02-packages/v")))
 }
+
+// An older cluster moved onto the directory a newer cluster publishes to does not take it over
+// (which would undeploy what the newer one runs): the cluster published there keeps writing, and
+// the moved one is Stalled with RepositoryInUse naming it.
+func TestOneWriterKeepsThePublisher(t *testing.T) {
+	f := newFixture(t)
+	f.git.CreateRepo(t, "elsewhere")
+	f.repository("catalog")
+	f.repository("edge01")
+	f.repository("elsewhere")
+	older := f.secondCluster(f.ns, "older", "elsewhere")
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(older), older)).To(Succeed())
+		g.Expect(older.Status.DeployedPackages).NotTo(BeNil())
+		g.Expect(older.Status.DeployedPackages.Location).To(HaveSuffix("/elsewhere main deployed-packages"))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	time.Sleep(time.Second) // creationTimestamp has a resolution of one second
+	f.cluster()
+	f.deployment("edge01-nginx", "nginx-hello", "v2")
+	newer := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
+	f.g.Expect(older.CreationTimestamp.Before(&newer.CreationTimestamp)).To(BeTrue())
+	tags, head := f.deployedTags(), gittest.ReadCommit(t, f.edge, "main")
+
+	f.update(older, func() { older.Spec.Repository.Name = "edge01" })
+	cond := f.condition(older, func() []metav1.Condition { return older.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RepositoryInUse")
+	f.g.Expect(cond.Message).To(ContainSubstring("WorkloadCluster " + f.ns + "/edge01 writes deployed-packages"))
+	f.g.Consistently(func(g Gomega) {
+		g.Expect(f.deployedTags()).To(ConsistOf(tags))
+		g.Expect(gittest.ReadCommit(t, f.edge, "main")).To(Equal(head))
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "nothing of the moved cluster is pushed")
+	f.g.Expect(f.files("main")).To(ConsistOf("Kptfile", HavePrefix("edge01-nginx")))
+}

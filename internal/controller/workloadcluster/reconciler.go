@@ -120,7 +120,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rendered, err := fleet.Render(cluster, repo, pins, cluster.Status.DeployedPackages)
+	// The revision published in another place (the cluster moved) is not this place's: it neither
+	// keeps deployments published here nor is the base of approvals.
+	loc := location(cluster, repo)
+	published := cluster.Status.DeployedPackages
+	if published != nil && published.Location != "" && published.Location != loc {
+		published = nil
+	}
+	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
@@ -129,9 +136,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.afterPublish(ctx, cluster, repo, pins)
 	}
 	start := time.Now()
-	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, rendered, cluster.Status.DeployedPackages, cluster.Status.Proposal)
+	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, rendered, published, cluster.Status.Proposal)
 	metrics.PublishSeconds.Observe(time.Since(start).Seconds())
-	cluster.Status.DeployedPackages, cluster.Status.Proposal = out.Published, out.Proposal
+	if out.Published != nil && out.Published != published {
+		out.Published.Location = loc
+	}
+	if out.Published != nil || published == nil {
+		cluster.Status.DeployedPackages = out.Published
+	}
+	cluster.Status.Proposal = out.Proposal
 	if err != nil {
 		reason, _ := reason(err)
 		metrics.GitErrors.WithLabelValues(reason).Inc()

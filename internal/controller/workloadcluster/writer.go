@@ -16,10 +16,12 @@ import (
 
 // One deployed-packages has one writer: clusters whose repositories are one git branch (the same
 // normalized URL and branch, in any namespace) and whose deployed-packages is the same directory
-// would overwrite each other's pins. Of those, the oldest cluster (creationTimestamp, then
-// namespace/name) writes; the others publish nothing and report ReasonRepositoryInUse. The rule
-// reads only specs, so every replica and every restart picks the same writer, and when the writer
-// goes away or moves the next one takes over (see forSharers).
+// would overwrite each other's pins. Of those, the one that published there
+// (status.deployedPackages.location) keeps writing, so a cluster moved onto another's directory
+// never overwrites (and undeploys) what that one runs; when none has, the oldest (creationTimestamp,
+// then namespace/name) writes. The others publish nothing and report ReasonRepositoryInUse. The
+// rule reads specs and persisted status, so every replica and every restart picks the same writer,
+// and when the writer goes away or moves the next one takes over (see forSharers).
 
 // ReasonRepositoryInUse: another cluster writes the deployed-packages this cluster would write.
 const ReasonRepositoryInUse = "RepositoryInUse"
@@ -54,9 +56,24 @@ func (r *Reconciler) sharers(ctx context.Context, repo *v1alpha1.Repository, pat
 	return out, nil
 }
 
-// writer is the cluster of clusters that may write their shared deployed-packages: the oldest,
-// then the first by namespace/name. nil when there is none.
-func writer(clusters []*v1alpha1.WorkloadCluster) *v1alpha1.WorkloadCluster {
+// location is where cluster's deployed-packages is in repo (DeployedPackagesStatus.Location).
+func location(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
+	return index.Location(repo) + " " + packagePath(cluster, repo)
+}
+
+// writer is the cluster of clusters that may write their shared deployed-packages at loc: of those
+// whose published revision is at loc, else of all, the oldest, then the first by namespace/name.
+// nil when there is none.
+func writer(clusters []*v1alpha1.WorkloadCluster, loc string) *v1alpha1.WorkloadCluster {
+	var there []*v1alpha1.WorkloadCluster
+	for _, c := range clusters {
+		if dp := c.Status.DeployedPackages; dp != nil && dp.Location == loc {
+			there = append(there, c)
+		}
+	}
+	if len(there) > 0 {
+		clusters = there
+	}
 	if len(clusters) == 0 {
 		return nil
 	}
@@ -75,7 +92,7 @@ func (r *Reconciler) otherWriter(ctx context.Context, cluster *v1alpha1.Workload
 	if err != nil {
 		return nil, err
 	}
-	w := writer(append(clusters, cluster))
+	w := writer(append(clusters, cluster), location(cluster, repo))
 	if w == nil || client.ObjectKeyFromObject(w) == client.ObjectKeyFromObject(cluster) {
 		return nil, nil
 	}

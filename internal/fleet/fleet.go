@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -28,8 +30,11 @@ type Git interface {
 	Approve(ctx context.Context, r pkgrepo.Remote, pkg string, number int, commit string) (pkgrepo.PublishResult, error)
 }
 
-// Resolve resolves the package revision pd asks for in repo, which remote reaches.
-func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1.Repository, pd *v1alpha1.PackageDeployment) (v1alpha1.ResolvedRevision, error) {
+// Resolve resolves the package revision pd asks for in repo, which remote reaches. The result
+// is checked against the pin pd has (see Unmoved): status.resolved, or, when that was never
+// written, the pin published carries for pd (published is the cluster's current revision, nil
+// when there is none or it is unknown).
+func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1.Repository, pd *v1alpha1.PackageDeployment, published *v1alpha1.DeployedPackagesStatus) (v1alpha1.ResolvedRevision, error) {
 	pkg := render.PackagePath(repo.Spec.Git.Directory, pd.Spec.Package.Name)
 	rev, err := git.Resolve(ctx, remote, pkg, pd.Spec.Package.Revision)
 	if err != nil {
@@ -42,10 +47,35 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 		Commit:     rev.Commit,
 		Directory:  "/" + pkg,
 	}
-	if err := Unmoved(pd.Status.Resolved, next, pd.Spec.Package.Revision); err != nil {
+	prev := pd.Status.Resolved
+	if prev == nil {
+		prev = publishedPin(published, pd.Name, repo.Name)
+	}
+	if err := Unmoved(prev, next, pd.Spec.Package.Revision); err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
 	return next, nil
+}
+
+// publishedPin is what published tells of deployment's pin: its tag, and the revision and
+// directory the tag names (not its commit, which deployed-packages does not record). nil when
+// published does not carry deployment.
+func publishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, repository string) *v1alpha1.ResolvedRevision {
+	for _, p := range pinsOf(published) {
+		if p.Deployment != deployment {
+			continue
+		}
+		i := strings.LastIndex(p.Tag, "/v")
+		if i < 0 {
+			return nil
+		}
+		number, err := strconv.Atoi(p.Tag[i+2:])
+		if err != nil {
+			return nil
+		}
+		return &v1alpha1.ResolvedRevision{Repository: repository, Revision: number, Tag: p.Tag, Directory: "/" + p.Tag[:i]}
+	}
+	return nil
 }
 
 // Unmoved checks a new resolution of a deployment against the pin it had (prev, nil when it had
@@ -58,7 +88,7 @@ func Unmoved(prev *v1alpha1.ResolvedRevision, next v1alpha1.ResolvedRevision, re
 		return nil
 	}
 	switch {
-	case prev.Tag == next.Tag && prev.Commit != next.Commit:
+	case prev.Tag == next.Tag && prev.Commit != "" && prev.Commit != next.Commit:
 		return fmt.Errorf("%w: tag %s was commit %s when it was pinned and is now commit %s; flotilla never follows a moved tag. "+
 			"Move the tag back, or publish the change as a new revision and deploy that", pkgrepo.ErrTagMoved, next.Tag, prev.Commit, next.Commit)
 	case revision == "latest" && next.Revision < prev.Revision:

@@ -30,6 +30,8 @@ func TestUnmoved(t *testing.T) {
 		{"a person chose an older revision", &v3, pin("catalog", "/upf", 2, "c2"), "v2", nil},
 		{"another repository is a new pin", &v3, pin("mirror", "/upf", 3, "other"), "v3", nil},
 		{"another package is a new pin", &v3, pin("catalog", "/smf", 1, "c1"), "latest", nil},
+		{"a published pin has no commit to compare", ptr(pin("catalog", "/upf", 3, "")), pin("catalog", "/upf", 3, "c3"), "v3", nil},
+		{"latest goes back from a published pin", ptr(pin("catalog", "/upf", 3, "")), pin("catalog", "/upf", 2, "c2"), "latest", pkgrepo.ErrRevisionNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fleet.Unmoved(tc.prev, tc.next, tc.revision)
@@ -39,3 +41,5 @@ func TestUnmoved(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -173,6 +173,46 @@ spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: app
 	}
 }
 
+// render has no status: the pin published in git is what latest must not go back from.
+func TestRunLatestNeverGoesBack(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	for _, tag := range []string{"app/v1", "app/v2"} {
+		gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n", "app/rev": tag}, tag)
+	}
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, "")
+	fleetYAML := filepath.Join(dir, "fleet.yaml")
+	b, err := os.ReadFile(fleetYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fleetYAML, []byte(strings.Replace(string(b), "name: app, revision: v1", "name: app, revision: latest", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	if got := table(t, Run(ctx, store, f)); !strings.Contains(got, "+edge01-app app/v2") {
+		t.Fatalf("first run:\n%s", got)
+	}
+	gittest.DeleteTag(t, srv.Dir("catalog"), "app/v2")
+	tags := gittest.Tags(t, srv.Dir("edge01"))
+	results := Run(ctx, store, f)
+	if got := table(t, results); Failed(results) != 1 || !strings.Contains(got, "latest never goes back") {
+		t.Errorf("want edge01 to refuse going back to app/v1:\n%s", got)
+	}
+	if diff := cmp.Diff(tags, gittest.Tags(t, srv.Dir("edge01"))); diff != "" {
+		t.Errorf("edge01 got a revision despite the error:\n%s", diff)
+	}
+}
+
 func TestLoadRejectsBadInput(t *testing.T) {
 	cases := map[string]struct {
 		yaml string

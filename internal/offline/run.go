@@ -62,11 +62,11 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	pins, err := f.pins(ctx, git, c)
+	published, err := current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	published, err := current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
+	pins, err := f.pins(ctx, git, c, published)
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
@@ -77,7 +77,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	return fleet.Publish(ctx, git, remote, c, repo, rendered, published, nil)
 }
 
-func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) ([]render.Pin, error) {
+func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster, published *v1alpha1.DeployedPackagesStatus) ([]render.Pin, error) {
 	var pins []render.Pin
 	for _, key := range slices.Sorted(maps.Keys(f.Deployments)) {
 		pd := f.Deployments[key]
@@ -98,7 +98,7 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster) 
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
 		}
-		resolved, err := fleet.Resolve(ctx, git, remote, repo, pd)
+		resolved, err := fleet.Resolve(ctx, git, remote, repo, pd, published)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
 		}

@@ -77,7 +77,7 @@ func (f *Fleet) setInputs(ctx context.Context, git Git, set *v1alpha1.PackageSet
 	if err != nil {
 		return in, err
 	}
-	rev, err := fleet.Resolve(ctx, git, remote, repo, &v1alpha1.PackageDeployment{Spec: v1alpha1.PackageDeploymentSpec{Package: set.Spec.Package}})
+	rev, err := fleet.Resolve(ctx, git, remote, repo, &v1alpha1.PackageDeployment{Spec: v1alpha1.PackageDeploymentSpec{Package: set.Spec.Package}}, nil)
 	if err != nil {
 		return in, fmt.Errorf("blueprint: %w", err)
 	}

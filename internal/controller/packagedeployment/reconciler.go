@@ -236,7 +236,11 @@ func (r *Reconciler) resolve(ctx context.Context, pd *v1alpha1.PackageDeployment
 	if err != nil {
 		return err
 	}
-	resolved, err := fleet.Resolve(ctx, r.Git, remote, repo, pd)
+	if pd.Status.Resolved == nil {
+		// A pin resolved for this generation whose report waits is the pin to check against.
+		pd.Status.Resolved = r.deferredPin(pd)
+	}
+	resolved, err := fleet.Resolve(ctx, r.Git, remote, repo, pd, cluster.Status.DeployedPackages)
 	if err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func (r *Reconciler) upstream(ctx context.Context, set *v1alpha1.PackageSet) (ge
 		return generate.Upstream{}, err
 	}
 	pd := &v1alpha1.PackageDeployment{Spec: v1alpha1.PackageDeploymentSpec{Package: ref}}
-	rev, err := fleet.Resolve(ctx, r.Git, remote, repo, pd)
+	rev, err := fleet.Resolve(ctx, r.Git, remote, repo, pd, nil)
 	if err != nil {
 		return generate.Upstream{}, fmt.Errorf("blueprint %s %s: %w", ref.Name, ref.Revision, err)
 	}

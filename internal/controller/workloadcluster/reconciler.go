@@ -272,7 +272,7 @@ func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadClus
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
-	return fleet.Resolve(ctx, r.Git, remote, repo, pd)
+	return fleet.Resolve(ctx, r.Git, remote, repo, pd, cluster.Status.DeployedPackages)
 }
 
 // repositories reads each Repository, and its git credentials, at most once per reconcile: a

@@ -7,12 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/crdvalidate"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -177,8 +182,20 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		}), "steps"},
 		{"deployment without cluster", deployment(func(pd *v1alpha1.PackageDeployment) { pd.Spec.Cluster.Name = "" }), "spec.cluster.name"},
 	}
+	validator, err := crdvalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// The offline path (flotilla render) refuses the same object with the same words.
+			offline := validator.Validate(ctx, unstructuredOf(t, tc.obj))
+			if len(offline) == 0 {
+				t.Errorf("offline validation accepts it")
+			} else if !strings.Contains(offline.ToAggregate().Error(), tc.want) {
+				t.Errorf("offline error %q does not say %q", offline.ToAggregate(), tc.want)
+			}
+
 			err := env.Client.Create(ctx, tc.obj)
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("want the object refused as invalid, got %v", err)
@@ -188,6 +205,28 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unstructuredOf is obj as a file would hold it: apiVersion and kind set, a name for generateName.
+func unstructuredOf(t *testing.T, obj client.Object) *unstructured.Unstructured {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, env.Client.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj.DeepCopyObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	if u.GetName() == "" {
+		u.SetName(u.GetGenerateName() + "offline")
+		u.SetGenerateName("")
+	}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	return u
 }
 
 // A deployment cannot move to another cluster: it would leave its sync object behind.
@@ -220,6 +259,39 @@ func TestDefaults(t *testing.T) {
 		r.Spec.Git.Branch, r.Spec.Git.Directory, r.Spec.Interval.Duration)
 	if want := "ConfigSync deployed-packages Automatic none main / 1m0s"; got != want {
 		t.Errorf("defaults = %q, want %q", got, want)
+	}
+
+	// Offline defaulting gives the same spec as the API server, for every kind.
+	validator, err := crdvalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := packageSet(func(*v1alpha1.PackageSet) {}).(*v1alpha1.PackageSet)
+	pd := deployment(func(pd *v1alpha1.PackageDeployment) { pd.Name = "defaults" }).(*v1alpha1.PackageDeployment)
+	for _, o := range []client.Object{set, pd} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, served := range []client.Object{c, r, set, pd} {
+		bare := map[client.Object]client.Object{
+			c: cluster(func(*v1alpha1.WorkloadCluster) {}), r: repo(func(*v1alpha1.Repository) {}),
+			set: packageSet(func(*v1alpha1.PackageSet) {}), pd: deployment(func(pd *v1alpha1.PackageDeployment) { pd.Name = "defaults" }),
+		}[served]
+		u := unstructuredOf(t, bare)
+		if errs := validator.Validate(ctx, u); len(errs) > 0 {
+			t.Fatalf("offline refuses a valid %T: %v", bare, errs)
+		}
+		// Compared as the controller reads them: decoded into the Go types.
+		typed := bare.DeepCopyObject()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(served)
+		got, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if diff := cmp.Diff(want["spec"], got["spec"]); diff != "" {
+			t.Errorf("%T: offline defaults differ from the API server's (-server +offline):\n%s", served, diff)
+		}
 	}
 }
 

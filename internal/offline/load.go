@@ -6,6 +6,7 @@ package offline
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,11 +19,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/crdvalidate"
 )
 
 // Fleet is the set of objects read from files, keyed by namespace/name.
@@ -34,13 +37,24 @@ type Fleet struct {
 	Secrets      map[string]*corev1.Secret
 	// Objects holds every other object, for objects generators.
 	Objects []*unstructured.Unstructured
+
+	validator *crdvalidate.Validator
+	seen      map[string]string // group kind namespace/name → where it was read
 }
 
-// Load reads every .yaml/.yml/.json file under dir (recursively). Objects of other kinds are
-// ignored; an object without a namespace goes to "default".
+// Load reads every .yaml/.yml/.json file under dir (recursively). Objects of flotilla's kinds are
+// defaulted and validated as the API server would (crdvalidate: schema, enums, patterns, CEL rules
+// and their messages); a kind or version of flotilla.dev that does not exist, an unknown field or
+// two objects of one kind, namespace and name are errors naming the file and document. Objects of
+// other kinds are kept for objects generators; an object without a namespace goes to "default".
 func Load(dir string) (*Fleet, error) {
+	validator, err := crdvalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("flotilla's CRDs: %w", err)
+	}
 	f := newFleet()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	f.validator, f.seen = validator, map[string]string{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -53,7 +67,7 @@ func Load(dir string) (*Fleet, error) {
 		if err != nil {
 			return err
 		}
-		if err := f.add(b); err != nil {
+		if err := f.add(path, b); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		return nil
@@ -74,7 +88,7 @@ func newFleet() *Fleet {
 	}
 }
 
-func (f *Fleet) add(b []byte) error {
+func (f *Fleet) add(path string, b []byte) error {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for i := 1; ; i++ {
 		doc, err := r.Read()
@@ -84,54 +98,64 @@ func (f *Fleet) add(b []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := f.addDoc(doc); err != nil {
+		if err := f.addDoc(fmt.Sprintf("%s document %d", path, i), doc); err != nil {
 			return fmt.Errorf("document %d: %w", i, err)
 		}
 	}
 }
 
-func (f *Fleet) addDoc(doc []byte) error {
-	var tm struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(doc, &tm); err != nil {
+func (f *Fleet) addDoc(where string, doc []byte) error {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 		return err
 	}
+	if len(u.Object) == 0 || u.GetAPIVersion() == "" || u.GetKind() == "" {
+		return nil
+	}
+	if u.GetNamespace() == "" {
+		u.SetNamespace("default")
+	}
+	gvk := u.GroupVersionKind()
+	id := gvk.Kind + " " + u.GetNamespace() + "/" + u.GetName()
+	if first, ok := f.seen[gvk.GroupKind().String()+" "+u.GetNamespace()+"/"+u.GetName()]; ok {
+		return fmt.Errorf("%s is defined twice: first in %s", id, first)
+	}
+	f.seen[gvk.GroupKind().String()+" "+u.GetNamespace()+"/"+u.GetName()] = where
 	var obj interface {
 		GetNamespace() string
-		SetNamespace(string)
 		GetName() string
 	}
 	switch {
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "Repository":
-		obj = &v1alpha1.Repository{}
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "WorkloadCluster":
-		obj = &v1alpha1.WorkloadCluster{}
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "PackageDeployment":
-		obj = &v1alpha1.PackageDeployment{}
-	case tm.APIVersion == v1alpha1.GroupVersion.String() && tm.Kind == "PackageSet":
-		obj = &v1alpha1.PackageSet{}
-	case tm.APIVersion == "v1" && tm.Kind == "Secret":
+	case f.validator.Knows(gvk):
+		// As the API server: defaults and validation first, then the object as the controller
+		// reads it.
+		if errs := f.validator.Validate(context.Background(), u); len(errs) > 0 {
+			return fmt.Errorf("%s is invalid: %w", id, errs.ToAggregate())
+		}
+		switch gvk.Kind {
+		case "Repository":
+			obj = &v1alpha1.Repository{}
+		case "WorkloadCluster":
+			obj = &v1alpha1.WorkloadCluster{}
+		case "PackageDeployment":
+			obj = &v1alpha1.PackageDeployment{}
+		case "PackageSet":
+			obj = &v1alpha1.PackageSet{}
+		default:
+			return fmt.Errorf("%s: flotilla render does not read kind %s", id, gvk.Kind)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Secret":
 		obj = &corev1.Secret{}
-	case tm.APIVersion == "" || tm.Kind == "":
-		return nil
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		obj.(*corev1.Secret).SetNamespace(u.GetNamespace())
 	default:
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return err
-		}
-		if u.GetNamespace() == "" {
-			u.SetNamespace("default")
-		}
 		f.Objects = append(f.Objects, u)
 		return nil
-	}
-	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-		return fmt.Errorf("%s: %w", tm.Kind, err)
-	}
-	if obj.GetNamespace() == "" {
-		obj.SetNamespace("default")
 	}
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	switch o := obj.(type) {

@@ -222,7 +222,21 @@ func TestLoadRejectsBadInput(t *testing.T) {
 kind: Repository
 metadata: {name: r}
 spec: {git: {url: file:///x, branchh: main}}
-`, `unknown field "branchh"`},
+`, `unknown field "spec.git.branchh"`},
+		"misspelled kind": {"apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeploymnt\nmetadata: {name: d}\nspec: {cluster: {name: c}, package: {name: p, revision: v1}}\n",
+			`kind: Unsupported value: "PackageDeploymnt.v1alpha1": supported values: "PackageDeployment.v1alpha1", "PackageSet.v1alpha1", "Repository.v1alpha1", "WorkloadCluster.v1alpha1"`},
+		"unknown version": {"apiVersion: flotilla.dev/v1\nkind: Repository\nmetadata: {name: r}\nspec: {git: {url: https://git.example/x.git}}\n", `Unsupported value: "Repository.v1"`},
+		"approval in lower case": {"apiVersion: flotilla.dev/v1alpha1\nkind: WorkloadCluster\nmetadata: {name: c}\nspec: {repository: {name: r}, approval: manual}\n",
+			`spec.approval: Unsupported value: "manual": supported values: "Automatic", "Manual"`},
+		"deletion policy in lower case": {"apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeployment\nmetadata: {name: d}\nspec: {cluster: {name: c}, package: {name: p, revision: v1}, deletionPolicy: orphan}\n",
+			`spec.deletionPolicy: Unsupported value: "orphan"`},
+		"namespace that is no DNS label": {"apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeployment\nmetadata: {name: d}\nspec: {cluster: {name: c}, package: {name: p, revision: v1}, namespace: ../Evil NS}\n",
+			"namespace must be a DNS label"},
+		"package escaping its directory": {"apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeployment\nmetadata: {name: d}\nspec: {cluster: {name: c}, package: {name: nginx/../base, revision: v1}}\n",
+			"must not contain '.' or '..' segments"},
+		"invalid object name": {"apiVersion: flotilla.dev/v1alpha1\nkind: Repository\nmetadata: {name: Catalog_1}\nspec: {git: {url: https://git.example/x.git}}\n", "metadata.name: Invalid value"},
+		"duplicate name": {"apiVersion: flotilla.dev/v1alpha1\nkind: Repository\nmetadata: {name: r}\nspec: {git: {url: https://git.example/x.git}}\n---\napiVersion: flotilla.dev/v1alpha1\nkind: Repository\nmetadata: {name: r}\nspec: {git: {url: https://git.example/y.git}}\n",
+			"document 2: Repository default/r is defined twice: first in "},
 		"missing cluster": {`apiVersion: flotilla.dev/v1alpha1
 kind: PackageDeployment
 metadata: {name: d}

@@ -171,6 +171,8 @@ func TestOneWriterKeepsThePublisher(t *testing.T) {
 	f.update(older, func() { older.Spec.Repository.Name = "edge01" })
 	cond := f.condition(older, func() []metav1.Condition { return older.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RepositoryInUse")
 	f.g.Expect(cond.Message).To(ContainSubstring("WorkloadCluster " + f.ns + "/edge01 writes deployed-packages"))
+	// It left where it published: it no longer holds that place either.
+	f.g.Expect(older.Status.DeployedPackages).To(BeNil())
 	f.g.Consistently(func(g Gomega) {
 		g.Expect(f.deployedTags()).To(ConsistOf(tags))
 		g.Expect(gittest.ReadCommit(t, f.edge, "main")).To(Equal(head))

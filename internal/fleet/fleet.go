@@ -31,9 +31,9 @@ type Git interface {
 }
 
 // Resolve resolves the package revision pd asks for in repo, which remote reaches. The result
-// is checked against the pin pd has (see Unmoved): status.resolved, or, when that was never
-// written, the pin published carries for pd (published is the cluster's current revision, nil
-// when there is none or it is unknown).
+// is checked against the pins pd has (see Unmoved): status.resolved, and the pin published carries
+// for pd (published is the cluster's current revision, nil when there is none or it is unknown),
+// which may be newer than what the deployment reported.
 func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1.Repository, pd *v1alpha1.PackageDeployment, published *v1alpha1.DeployedPackagesStatus) (v1alpha1.ResolvedRevision, error) {
 	pkg := render.PackagePath(repo.Spec.Git.Directory, pd.Spec.Package.Name)
 	rev, err := git.Resolve(ctx, remote, pkg, pd.Spec.Package.Revision)
@@ -47,12 +47,12 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 		Commit:     rev.Commit,
 		Directory:  "/" + pkg,
 	}
-	prev := pd.Status.Resolved
-	if prev == nil {
-		prev = publishedPin(published, pd.Name, repo.Name)
-	}
-	if err := Unmoved(prev, next, pd.Spec.Package.Revision); err != nil {
-		return v1alpha1.ResolvedRevision{}, err
+	// Checked against every pin known: the deployment's own (maybe of an older generation) and
+	// the one the cluster published for it (maybe newer, not reported yet).
+	for _, prev := range []*v1alpha1.ResolvedRevision{pd.Status.Resolved, publishedPin(published, pd.Name, repo.Name)} {
+		if err := Unmoved(prev, next, pd.Spec.Package.Revision); err != nil {
+			return v1alpha1.ResolvedRevision{}, err
+		}
 	}
 	return next, nil
 }
@@ -125,11 +125,32 @@ type Rendered struct {
 	Held map[string]string
 }
 
+// Kept returns the pins that are not held back (Held).
+func (r Rendered) Kept(pins []render.Pin) []render.Pin {
+	if len(r.Held) == 0 {
+		return pins
+	}
+	var out []render.Pin
+	for _, p := range pins {
+		if _, held := r.Held[p.Deployment.Name]; !held {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Render renders the cluster's deployed-packages from pins, for clusterRepo. published is the
 // cluster's current revision (nil if none): a deployment whose dependsOn names one without a pin
 // here is held back until it has one, unless published already carries it (see Hold).
 func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository, pins []render.Pin, published *v1alpha1.DeployedPackagesStatus) (Rendered, error) {
-	pins, held := Hold(pins, published)
+	// What the engine refuses is left out first: a dependency on it has no pin either.
+	var accepted []render.Pin
+	for _, p := range pins {
+		if render.Accepts(cluster, p.Deployment) == nil {
+			accepted = append(accepted, p)
+		}
+	}
+	pins, held := Hold(accepted, published)
 	pkg, err := render.DeployedPackages(cluster, pins)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("%w: %w", ErrRender, err)

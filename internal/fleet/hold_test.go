@@ -49,3 +49,34 @@ func TestHold(t *testing.T) {
 		t.Errorf("kept = %v; want none", names(kept))
 	}
 }
+
+// A dependency the engine refuses has no pin: what depends on it is held back, not published
+// without its order.
+func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
+	cluster := &v1alpha1.WorkloadCluster{}
+	cluster.Name = "edge01"
+	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
+	pin := func(name, ns string, deps ...string) render.Pin {
+		pd := &v1alpha1.PackageDeployment{}
+		pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns
+		for _, d := range deps {
+			pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
+		}
+		return render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
+			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "c", Directory: "/" + name}}
+	}
+	out, err := fleet.Render(cluster, repo, []render.Pin{pin("refused", "config-management-system"), pin("app", "", "refused"), pin("other", "")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range out.Pins {
+		names = append(names, p.Deployment)
+	}
+	if diff := cmp.Diff([]string{"other"}, names); diff != "" {
+		t.Errorf("published (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "refused"}, out.Held); diff != "" {
+		t.Errorf("held (-want +got):\n%s", diff)
+	}
+}

@@ -101,11 +101,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pd.Status.SyncObject = ptr(render.SyncObjectRef(cluster, pd))
 	setPublication(pd, before, cluster)
-	if err := fleet.CheckDependencies(pd, r.deployment(ctx, pd.Namespace)); err != nil {
+	get := r.deployment(ctx, pd.Namespace)
+	if err := fleet.CheckDependencies(pd, get); err != nil {
 		if !errors.Is(err, fleet.ErrDependencyNotFound) && !errors.Is(err, fleet.ErrDependencyOtherCluster) {
 			return ctrl.Result{}, err
 		}
 		setDependencyInvalid(pd, err)
+	} else if dep, err := waitingFor(pd, cluster, get); err != nil {
+		return ctrl.Result{}, err
+	} else if dep != "" {
+		setWaitingForDependency(pd, dep, cluster)
 	} else if wait, ok := r.deferStatus(pd, before, cluster); ok {
 		// The cluster is about to publish this pin: report once, when it has.
 		pd.Status = *before
@@ -194,6 +199,30 @@ func (r *Reconciler) healthInterval() time.Duration {
 		return r.HealthInterval
 	}
 	return 10 * time.Second
+}
+
+// waitingFor returns the dependency the cluster holds pd back for (fleet.Hold), "" when none: pd
+// is not published, and a deployment it depends on is not published either and has no pin the
+// cluster can publish (not resolved, not accepted by the engine, or held back itself).
+func waitingFor(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster, get func(string) (*v1alpha1.PackageDeployment, error)) (string, error) {
+	if pd.Status.Resolved == nil || meta.IsStatusConditionTrue(pd.Status.Conditions, v1alpha1.ConditionPublished) {
+		return "", nil
+	}
+	for _, d := range pd.Spec.DependsOn {
+		if publishedTag(cluster, d.Name) != "" {
+			continue
+		}
+		dep, err := get(d.Name)
+		if err != nil || dep == nil {
+			return "", err
+		}
+		c := meta.FindStatusCondition(dep.Status.Conditions, v1alpha1.ConditionPublished)
+		if dep.Status.Resolved == nil || render.Accepts(cluster, dep) != nil || (c != nil && c.Reason == reasonWaitingForDependency) ||
+			meta.IsStatusConditionTrue(dep.Status.Conditions, v1alpha1.ConditionStalled) {
+			return d.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // deployment reads the namespace's deployments for CheckDependencies.

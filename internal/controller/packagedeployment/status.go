@@ -75,16 +75,9 @@ func setPublication(pd *v1alpha1.PackageDeployment, before *v1alpha1.PackageDepl
 		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "WaitingForApproval", msg)
 		conditions.Progressing(&pd.Status.Conditions, gen, "WaitingForApproval", msg)
 	default:
-		reason, msg := "Publishing", fmt.Sprintf("%s waits to be published in %s of cluster %s", want.Tag, "deployed-packages", cluster.Name)
-		for _, d := range pd.Spec.DependsOn {
-			if publishedTag(cluster, d.Name) == "" {
-				// Held back by the cluster until the dependency is published (fleet.Hold).
-				reason, msg = reasonWaitingForDependency, fmt.Sprintf("%s waits for %s, which it depends on, to be published on cluster %s", want.Tag, d.Name, cluster.Name)
-				break
-			}
-		}
-		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, reason, msg)
-		conditions.Progressing(&pd.Status.Conditions, gen, reason, msg)
+		msg := fmt.Sprintf("%s waits to be published in %s of cluster %s", want.Tag, "deployed-packages", cluster.Name)
+		conditions.Set(&pd.Status.Conditions, gen, v1alpha1.ConditionPublished, false, "Publishing", msg)
+		conditions.Progressing(&pd.Status.Conditions, gen, "Publishing", msg)
 	}
 	pd.Status.ObservedGeneration = gen
 }
@@ -112,6 +105,14 @@ func setUndeploying(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 }
 
 const reasonWaitingForDependency = "WaitingForDependency"
+
+// setWaitingForDependency reports a deployment the cluster holds back (fleet.Hold) until dep, which
+// it depends on, has a pin there.
+func setWaitingForDependency(pd *v1alpha1.PackageDeployment, dep string, cluster *v1alpha1.WorkloadCluster) {
+	msg := fmt.Sprintf("%s waits for %s, which it depends on, to be resolved and published on cluster %s", pd.Status.Resolved.Tag, dep, cluster.Name)
+	conditions.Set(&pd.Status.Conditions, pd.Generation, v1alpha1.ConditionPublished, false, reasonWaitingForDependency, msg)
+	conditions.Progressing(&pd.Status.Conditions, pd.Generation, reasonWaitingForDependency, msg)
+}
 
 // setDependencyInvalid reports a dependsOn that can never be met: the deployment is held back
 // (or, published before its dependency went, kept as it is) until a person fixes it.

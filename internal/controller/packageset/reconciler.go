@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	result.Problems = append(result.Problems, conflicts...)
-	setProgress(set, result, owned)
+	setProgress(set, result, owned, len(changes.create)+len(changes.update)+len(changes.delete) > 0)
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -26,6 +27,8 @@ func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) error {
 		reason = "RepositoryNotFound"
 	case isKindNotAllowed(err):
 		reason = "KindNotAllowed"
+	case transientAPIError(err):
+		reason, userError = "APIError", false
 	default:
 		if r, s := gitremote.Reason(err); r != "GitError" {
 			reason, userError = r, s
@@ -59,7 +62,8 @@ func stalled(set *v1alpha1.PackageSet, reason, msg string) {
 // setProgress counts the set's deployments and sets its conditions. owned is the list read at the
 // start of the reconcile: counts lag one reconcile behind writes, and the deployments' own events
 // bring the set back.
-func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alpha1.PackageDeployment) {
+// wrote is true when this reconcile wrote deployments (their statuses in owned are older).
+func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alpha1.PackageDeployment, wrote bool) {
 	gen := set.Generation
 	wanted := map[string]bool{}
 	for _, t := range result.Targets {
@@ -105,7 +109,7 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "RolloutPaused", ro.Message)
 	case len(result.Problems) > 0:
 		msg := fmt.Sprintf("%d of %d targets have problems (see status.problems), first: %s: %s", len(result.Problems), s.Targets, result.Problems[0].Target, result.Problems[0].Message)
-		moving := ready < len(result.Targets)
+		moving := ready < len(result.Targets) || wrote || (ro != nil && !rollout.Done(ro))
 		if moving {
 			conditions.Progressing(&s.Conditions, gen, "TargetProblems", msg)
 		} else {
@@ -125,4 +129,15 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		conditions.Ready(&s.Conditions, gen, "Ready", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, false, "Ready", msg)
 	}
+}
+
+// transientAPIError reports whether err is an API server error that retrying may cure (a
+// timeout, throttling, an internal error, a conflict), not one that names the user's mistake.
+func transientAPIError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	return !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) &&
+		!apierrors.IsBadRequest(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsMethodNotSupported(err)
 }

@@ -102,6 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			// Forget the last publish: when this cluster writes again, it checks git first.
 			r.forget(req.NamespacedName)
 			setRepositoryInUse(cluster, repo, other)
+			if dp := cluster.Status.DeployedPackages; dp != nil && dp.Location != location(cluster, repo) {
+				// The cluster left where it published: it no longer holds that place (and must
+				// not win it back over the one writing there now by a stale status).
+				cluster.Status.DeployedPackages, cluster.Status.Proposal = nil, nil
+			}
 		}
 		return ctrl.Result{}, err
 	}
@@ -116,16 +121,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The set's status brings the cluster back when it is done (see forSet).
 		return ctrl.Result{RequeueAfter: pendingRecheck}, err
 	}
-	pins, err := r.pins(ctx, cluster, repos)
+	// The revision published in another place (the cluster moved) is not this place's: it neither
+	// keeps deployments published here nor is the base of resolves and approvals.
+	loc := location(cluster, repo)
+	published, proposal := cluster.Status.DeployedPackages, cluster.Status.Proposal
+	if published != nil && published.Location != "" && published.Location != loc {
+		published, proposal = nil, nil
+	}
+	pins, err := r.pins(ctx, cluster, repos, published)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	// The revision published in another place (the cluster moved) is not this place's: it neither
-	// keeps deployments published here nor is the base of approvals.
-	loc := location(cluster, repo)
-	published := cluster.Status.DeployedPackages
-	if published != nil && published.Location != "" && published.Location != loc {
-		published = nil
 	}
 	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
@@ -133,10 +138,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if r.upToDate(cluster, rendered.Digest) {
-		return r.afterPublish(ctx, cluster, repo, pins)
+		return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 	}
 	start := time.Now()
-	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, rendered, published, cluster.Status.Proposal)
+	out, err := fleet.Publish(ctx, r.Git, remote, cluster, repo, rendered, published, proposal)
 	metrics.PublishSeconds.Observe(time.Since(start).Seconds())
 	if out.Published != nil && out.Published != published {
 		out.Published.Location = loc
@@ -163,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if out.Proposal == nil {
 		r.remember(cluster, rendered.Digest)
 	}
-	return r.afterPublish(ctx, cluster, repo, pins)
+	return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 }
 
 // afterPublish keeps the root sync object applied and sums up health, for clusters flotilla can
@@ -227,7 +232,7 @@ const pendingRecheck = 30 * time.Second
 // revision changed) is resolved here, the same way and from the same cached mirror: that reconciler
 // writes its status once, after this publish, instead of once before and once after. When that
 // fails the deployment keeps its current pin (and its own reconciler reports the error).
-func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repos *repositories) ([]render.Pin, error) {
+func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repos *repositories, published *v1alpha1.DeployedPackagesStatus) ([]render.Pin, error) {
 	var list v1alpha1.PackageDeploymentList
 	// The cache's objects are only read here, and the pins keep pointers to them for rendering.
 	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingFields{index.DeploymentCluster: cluster.Name},
@@ -242,7 +247,7 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		}
 		resolved := pd.Status.Resolved
 		if resolving(pd) {
-			if rev, err := r.resolve(ctx, cluster, pd, repos); err == nil {
+			if rev, err := r.resolve(ctx, cluster, pd, repos, published); err == nil {
 				resolved = &rev
 			}
 		}
@@ -259,7 +264,7 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 }
 
 // resolve pins the revision pd asks for, as the PackageDeployment reconciler does.
-func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment, repos *repositories) (v1alpha1.ResolvedRevision, error) {
+func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment, repos *repositories, published *v1alpha1.DeployedPackagesStatus) (v1alpha1.ResolvedRevision, error) {
 	name := cluster.Spec.Repository.Name
 	if ref := pd.Spec.Package.Repository; ref != nil {
 		name = ref.Name
@@ -272,7 +277,7 @@ func (r *Reconciler) resolve(ctx context.Context, cluster *v1alpha1.WorkloadClus
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
 	}
-	return fleet.Resolve(ctx, r.Git, remote, repo, pd, cluster.Status.DeployedPackages)
+	return fleet.Resolve(ctx, r.Git, remote, repo, pd, published)
 }
 
 // repositories reads each Repository, and its git credentials, at most once per reconcile: a

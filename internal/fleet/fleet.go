@@ -49,7 +49,7 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 	}
 	// Checked against every pin known: the deployment's own (maybe of an older generation) and
 	// the one the cluster published for it (maybe newer, not reported yet).
-	for _, prev := range []*v1alpha1.ResolvedRevision{pd.Status.Resolved, publishedPin(published, pd.Name, repo.Name)} {
+	for _, prev := range []*v1alpha1.ResolvedRevision{pd.Status.Resolved, PublishedPin(published, pd.Name, repo.Name)} {
 		if err := Unmoved(prev, next, pd.Spec.Package.Revision); err != nil {
 			return v1alpha1.ResolvedRevision{}, err
 		}
@@ -57,10 +57,10 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 	return next, nil
 }
 
-// publishedPin is what published tells of deployment's pin: its tag, and the revision and
+// PublishedPin is what published tells of deployment's pin: its tag, and the revision and
 // directory the tag names (not its commit, which deployed-packages does not record). nil when
 // published does not carry deployment.
-func publishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, repository string) *v1alpha1.ResolvedRevision {
+func PublishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, repository string) *v1alpha1.ResolvedRevision {
 	for _, p := range pinsOf(published) {
 		if p.Deployment != deployment {
 			continue

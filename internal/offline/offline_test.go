@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -293,5 +294,146 @@ spec:
 	}
 	if len(f.Deployments) != 1 {
 		t.Errorf("Run changed the loaded fleet: %d deployments", len(f.Deployments))
+	}
+}
+
+// render runs a PackageSet's variants through the controller's planning core: values from a
+// ConfigMap layer and inline, a WorkloadCluster injected, the variant published as a revision in
+// the cluster's repository and deployed from there; a second run changes nothing.
+func TestRunPublishesVariants(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
+		"upf/Kptfile":   "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
+		"upf/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  region: none # kpt-set: ${region}\n  tier: none # kpt-set: ${tier}\n",
+		"upf/site.yaml": "apiVersion: flotilla.dev/v1alpha1\nkind: WorkloadCluster\nmetadata:\n  name: site\n  annotations:\n    kpt.dev/config-injection: required\nspec:\n  repository: {name: none}\n",
+	}, "upf/v1")
+	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: upf-values, namespace: fleet}
+data: {region: us-west, tier: bronze}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageSet
+metadata: {name: upf, namespace: fleet}
+spec:
+  package: {repository: {name: catalog}, name: upf, revision: v1}
+  targets: {list: [{cluster: edge01}]}
+  variant:
+    values:
+      hierarchy: [{configMap: upf-values}]
+      inline: {tier: gold}
+    injectors: [{kind: WorkloadCluster, nameExpr: target.name}]
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	ctx := context.Background()
+	results := Run(ctx, store, f)
+	got := table(t, results)
+	if Failed(results) != 0 || !strings.Contains(got, "upf/v1") {
+		t.Fatalf("run:\n%s", got)
+	}
+	edge := srv.Dir("edge01")
+	cm := gittest.ReadFile(t, edge, "upf/v1", "upf/cm.yaml")
+	if !strings.Contains(cm, "region: us-west") || !strings.Contains(cm, "tier: gold") {
+		t.Errorf("values did not reach the variant:\n%s", cm)
+	}
+	if site := gittest.ReadFile(t, edge, "upf/v1", "upf/site.yaml"); !strings.Contains(site, "name: edge01") {
+		t.Errorf("the WorkloadCluster was not injected:\n%s", site)
+	}
+	out, err := exec.Command("git", "-C", edge, "grep", "-h", "-A3", "revision: upf/v1", "main", "--", "deployed-packages").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "upf/v1") {
+		t.Errorf("the variant is not deployed: %v\n%s", err, out)
+	}
+	tags := gittest.Tags(t, edge)
+	if got := table(t, Run(ctx, store, f)); strings.Contains(got, "published") {
+		t.Errorf("second run published:\n%s", got)
+	}
+	if diff := cmp.Diff(tags, gittest.Tags(t, edge)); diff != "" {
+		t.Errorf("second run changed tags:\n%s", diff)
+	}
+}
+
+// lsDeployed names the sync object file of deployed-packages on main (the one not the Kptfile).
+func lsDeployed(t *testing.T, bare string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", bare, "ls-tree", "--name-only", "main:deployed-packages").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if name != "Kptfile" {
+			return name
+		}
+	}
+	t.Fatal("no sync object in deployed-packages")
+	return ""
+}
+
+// render refuses a set whose generator selects nothing unless allowEmpty says so, and keeps a
+// suspended deployment on the pin it has published.
+func TestRunEmptyGeneratorAndSuspend(t *testing.T) {
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	for _, tag := range []string{"app/v1", "app/v2"} {
+		gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n", "app/rev": tag}, tag)
+	}
+	ctx := context.Background()
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	load := func(extra string, mutate func(string) string) *Fleet {
+		t.Helper()
+		dir := t.TempDir()
+		writeFleet(t, dir, srv.URL, extra)
+		if mutate != nil {
+			p := filepath.Join(dir, "fleet.yaml")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(mutate(string(b))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	empty := "---\napiVersion: flotilla.dev/v1alpha1\nkind: PackageSet\nmetadata: {name: none, namespace: fleet}\nspec:\n  package: {repository: {name: catalog}, name: app, revision: v1}\n  targets: {clusters: {selector: {matchLabels: {tier: nope}}}}\n"
+	results := Run(ctx, store, load(empty, nil))
+	if got := table(t, results); Failed(results) == 0 || !strings.Contains(got, "spec.allowEmpty") {
+		t.Errorf("an empty generator was not refused:\n%s", got)
+	}
+	if tags := gittest.Tags(t, srv.Dir("edge01")); len(tags) != 0 {
+		t.Errorf("a refused run pushed %v", tags)
+	}
+	results = Run(ctx, store, load(strings.Replace(empty, "targets:", "allowEmpty: true\n  targets:", 1), nil))
+	if Failed(results) != 0 {
+		t.Fatalf("allowEmpty: %s", table(t, results))
+	}
+
+	// edge01-app is published at v1; suspended and moved to v2, it stays at v1.
+	suspended := load("", func(s string) string {
+		return strings.Replace(s, "name: app, revision: v1}}", "name: app, revision: v2}, suspend: true}", 1)
+	})
+	if got := table(t, Run(ctx, store, suspended)); strings.Contains(got, "app/v2") {
+		t.Errorf("a suspended deployment moved:\n%s", got)
+	}
+	sync := gittest.ReadFile(t, srv.Dir("edge01"), "main", "deployed-packages/"+lsDeployed(t, srv.Dir("edge01")))
+	if !strings.Contains(sync, "revision: app/v1") {
+		t.Errorf("the suspended deployment lost its pin:\n%s", sync)
 	}
 }

@@ -14,14 +14,11 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/render"
+	"github.com/flotilla-dev/flotilla/internal/setplan"
 )
 
 // Git is the part of pkgrepo.Store that offline runs use.
-type Git interface {
-	fleet.Git
-	Latest(ctx context.Context, r pkgrepo.Remote, pkg string) (pkgrepo.Revision, bool, error)
-	ReadPackage(ctx context.Context, r pkgrepo.Remote, pkg, commit string) (map[string][]byte, error)
-}
+type Git = setplan.Git
 
 // Result is what happened to one cluster.
 type Result struct {
@@ -97,6 +94,16 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster, 
 		remote, err := f.remote(repo)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
+		}
+		if pd.Spec.Suspend {
+			// As the controller: a suspended deployment keeps the pin it has (here, the one
+			// published), and one never published stays out.
+			prev := fleet.PublishedPin(published, pd.Name, repo.Name)
+			if prev == nil {
+				continue
+			}
+			pd = pd.DeepCopy()
+			pd.Spec.Package.Revision = fmt.Sprintf("v%d", prev.Revision)
 		}
 		resolved, err := fleet.Resolve(ctx, git, remote, repo, pd, published)
 		if err != nil {

@@ -2,85 +2,123 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/fleet"
-	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/setplan"
 )
 
-// ExpandSets returns a copy of f with the PackageDeployments every PackageSet generates, as the
-// controller would. A set whose generator fails, or that yields a name already taken, is an error:
-// render publishes nothing rather than something partial.
+// ExpandSets returns a copy of f with the PackageDeployments every PackageSet generates, planned
+// by the controller's own core (setplan: generators, the empty-generator guard, the rollout's
+// first step, variants published into the clusters' repositories). A set whose generator fails,
+// that has target problems, that selects nothing without allowEmpty, or that yields a name
+// already taken, is an error: render publishes nothing rather than something partial.
 func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 	f := *in
 	f.Deployments = maps.Clone(in.Deployments)
+	planner := setplan.Planner{Git: git, OwnedUnknown: true}
 	for _, key := range slices.Sorted(maps.Keys(f.Sets)) {
 		set := f.Sets[key]
-		in, err := f.setInputs(ctx, git, set)
+		out, err := planner.Plan(ctx, files{in}, set, nil, time.Now())
+		if errors.Is(err, setplan.ErrNoTargets) {
+			return nil, fmt.Errorf("PackageSet %s: the generator selects no target: render refuses to undeploy what the set deployed; fix the generator, or set spec.allowEmpty: true", key)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("PackageSet %s: %w", key, err)
 		}
-		result, err := generate.Generate(in)
-		if err != nil {
-			return nil, fmt.Errorf("PackageSet %s: %w", key, err)
+		if p := out.Result.Problems; len(p) > 0 {
+			return nil, fmt.Errorf("PackageSet %s: %d targets have problems, first %s: %s", key, len(p), p[0].Target, p[0].Message)
 		}
-		if len(result.Problems) > 0 {
-			p := result.Problems[0]
-			return nil, fmt.Errorf("PackageSet %s: %d targets have problems, first %s: %s", key, len(result.Problems), p.Target, p.Message)
-		}
-		for _, t := range result.Targets {
-			pdKey := set.Namespace + "/" + t.Name
+		for _, pd := range out.Changes.Create {
+			pdKey := pd.Namespace + "/" + pd.Name
 			if _, taken := f.Deployments[pdKey]; taken {
 				return nil, fmt.Errorf("PackageSet %s: PackageDeployment %s already exists", key, pdKey)
 			}
-			f.Deployments[pdKey] = &v1alpha1.PackageDeployment{
-				ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: set.Namespace, Labels: t.Labels, Annotations: t.Annotations},
-				Spec: v1alpha1.PackageDeploymentSpec{
-					Cluster:        v1alpha1.LocalObjectReference{Name: t.Cluster},
-					Package:        set.Spec.Package,
-					Namespace:      t.Namespace,
-					DeletionPolicy: t.DeletionPolicy,
-				},
-			}
+			f.Deployments[pdKey] = pd
 		}
 	}
 	return &f, f.validate()
 }
 
-func (f *Fleet) setInputs(ctx context.Context, git Git, set *v1alpha1.PackageSet) (generate.Inputs, error) {
-	in := generate.Inputs{Set: set}
-	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
-		c := f.Clusters[key]
-		if c.Namespace == set.Namespace {
-			in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context})
+// files is what the planning core reads, from the input files.
+type files struct{ f *Fleet }
+
+var _ setplan.Reader = files{}
+
+func (r files) Clusters(_ context.Context, namespace string) ([]*v1alpha1.WorkloadCluster, error) {
+	var out []*v1alpha1.WorkloadCluster
+	for _, key := range slices.Sorted(maps.Keys(r.f.Clusters)) {
+		if c := r.f.Clusters[key]; c.Namespace == namespace {
+			out = append(out, c)
 		}
 	}
-	for _, o := range f.Objects {
-		if o.GetNamespace() == set.Namespace {
-			in.Objects = append(in.Objects, o)
+	return out, nil
+}
+
+func (r files) Objects(_ context.Context, namespace string, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, o := range r.f.Objects {
+		if o.GetNamespace() == namespace && o.GroupVersionKind() == gvk {
+			out = append(out, o)
 		}
 	}
-	ref := set.Spec.Package.Repository
-	if ref == nil {
-		return in, fmt.Errorf("spec.package.repository is required")
+	return out, nil
+}
+
+func (r files) Cluster(_ context.Context, namespace, name string) (*v1alpha1.WorkloadCluster, error) {
+	return r.f.Clusters[namespace+"/"+name], nil
+}
+
+func (r files) Repository(_ context.Context, namespace, name string) (*v1alpha1.Repository, error) {
+	return r.f.Repositories[namespace+"/"+name], nil
+}
+
+func (r files) Remote(_ context.Context, repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
+	return r.f.remote(repo)
+}
+
+func (r files) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	u, err := r.Object(ctx, "v1", "ConfigMap", namespace, name)
+	if u == nil || err != nil {
+		return nil, err
 	}
-	repo := f.Repositories[set.Namespace+"/"+ref.Name]
-	if repo == nil {
-		return in, fmt.Errorf("blueprint repository %s/%s not found in the input files", set.Namespace, ref.Name)
+	cm := &corev1.ConfigMap{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", namespace, name, err)
 	}
-	remote, err := f.remote(repo)
-	if err != nil {
-		return in, err
+	return cm, nil
+}
+
+func (r files) Object(_ context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
+	if apiVersion == v1alpha1.GroupVersion.String() && kind == "WorkloadCluster" {
+		// Injected as the API server would serve it.
+		c := r.f.Clusters[namespace+"/"+name]
+		if c == nil {
+			return nil, nil
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: content}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		return u, nil
 	}
-	rev, err := fleet.Resolve(ctx, git, remote, repo, &v1alpha1.PackageDeployment{Spec: v1alpha1.PackageDeploymentSpec{Package: set.Spec.Package}}, nil)
-	if err != nil {
-		return in, fmt.Errorf("blueprint: %w", err)
+	for _, o := range r.f.Objects {
+		if o.GetAPIVersion() == apiVersion && o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {
+			return o, nil
+		}
 	}
-	in.Upstream = generate.Upstream{Repository: repo.Name, Name: set.Spec.Package.Name, Revision: set.Spec.Package.Revision, Tag: rev.Tag, Commit: rev.Commit, Number: rev.Revision}
-	return in, nil
+	return nil, nil
 }

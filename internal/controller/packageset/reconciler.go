@@ -6,6 +6,7 @@ package packageset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,20 +27,16 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
-	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/setplan"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
-	"github.com/flotilla-dev/flotilla/internal/variant"
 )
 
 // Git is the part of pkgrepo.Store the set reconciler uses: resolving blueprints, and publishing
 // variants.
-type Git interface {
-	fleet.Git
-	variant.Git
-}
+type Git = setplan.Git
 
 // Reconciler reconciles PackageSet objects.
 type Reconciler struct {
@@ -101,8 +98,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	controllerutil.AddFinalizer(set, v1alpha1.FinalizerPackageSet)
 
-	in, err := r.inputs(ctx, set)
-	if err != nil {
+	planner := setplan.Planner{Git: r.Git, Exec: r.Exec}
+	out, err := planner.Plan(ctx, reader{r}, set, owned, r.now())
+	if out.Decided {
+		set.Status.Rollout = out.Rollout
+	}
+	switch {
+	case errors.Is(err, setplan.ErrNoTargets):
+		setEmptyGuard(set, len(owned))
+		return ctrl.Result{}, nil
+	case err != nil:
 		retry := setGeneratorFailed(set, err, len(owned))
 		if isKindNotServed(err) {
 			// Nothing watches a kind that is not served; its CRD may come later.
@@ -110,22 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, retry
 	}
-	result, err := generate.Generate(in)
-	if err != nil {
-		return ctrl.Result{}, setGeneratorFailed(set, err, len(owned))
-	}
-	if len(result.Targets) == 0 && len(result.Problems) == 0 && len(owned) > 0 && !set.Spec.AllowEmpty {
-		setEmptyGuard(set, len(owned))
-		return ctrl.Result{}, nil
-	}
-	revs, rollout, recheck := decide(in, owned, result, r.now())
-	set.Status.Rollout = rollout
-	if set.Spec.Variant != nil {
-		if result, err = r.variants(ctx, in, result, revs); err != nil {
-			return ctrl.Result{}, setGeneratorFailed(set, err, len(owned))
-		}
-	}
-	changes := plan(set, owned, result, revs, r.now())
+	result, changes := out.Result, out.Changes
 	conflicts, err := r.apply(ctx, changes)
 	if err != nil {
 		// Reported for this generation, so clusters waiting for the set publish what exists.
@@ -133,8 +123,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	result.Problems = append(result.Problems, conflicts...)
-	setProgress(set, result, owned, len(changes.create)+len(changes.update)+len(changes.delete) > 0)
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	setProgress(set, result, owned, !changes.Empty())
+	return ctrl.Result{RequeueAfter: out.Recheck}, nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -171,7 +161,7 @@ const applyWorkers = 8
 // apply writes the planned changes: creations and updates first, deletions last, each group
 // applyWorkers at a time. A name taken by a deployment the set does not own is a conflict, never
 // overwritten. The first error stops the writes not started yet.
-func (r *Reconciler) apply(ctx context.Context, c changes) ([]generate.Problem, error) {
+func (r *Reconciler) apply(ctx context.Context, c setplan.Changes) ([]generate.Problem, error) {
 	var mu sync.Mutex
 	var conflicts []generate.Problem
 	create := func(ctx context.Context, pd *v1alpha1.PackageDeployment) error {
@@ -179,7 +169,7 @@ func (r *Reconciler) apply(ctx context.Context, c changes) ([]generate.Problem, 
 		if apierrors.IsAlreadyExists(err) {
 			mu.Lock()
 			defer mu.Unlock()
-			conflicts = append(conflicts, generate.Problem{Target: pd.Annotations[AnnotationTarget],
+			conflicts = append(conflicts, generate.Problem{Target: pd.Annotations[setplan.AnnotationTarget],
 				Message: fmt.Sprintf("PackageDeployment %s already exists and is not owned by this set: rename one of them (template.nameExpr)", pd.Name)})
 			return nil
 		}
@@ -200,15 +190,15 @@ func (r *Reconciler) apply(ctx context.Context, c changes) ([]generate.Problem, 
 		}
 		return nil
 	}
-	err := each(ctx, c.create, create)
+	err := each(ctx, c.Create, create)
 	slices.SortFunc(conflicts, func(a, b generate.Problem) int { return strings.Compare(a.Target, b.Target) })
 	if err != nil {
 		return conflicts, err
 	}
-	if err := each(ctx, c.update, update); err != nil {
+	if err := each(ctx, c.Update, update); err != nil {
 		return conflicts, err
 	}
-	return conflicts, each(ctx, c.delete, remove)
+	return conflicts, each(ctx, c.Delete, remove)
 }
 
 // each runs fn on every deployment, applyWorkers at a time, and returns the first error.

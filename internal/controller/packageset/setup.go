@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/setplan"
 )
 
 type cacheSource = cache.Cache
@@ -128,7 +129,7 @@ func (r *Reconciler) forObject(gk schema.GroupKind) handler.MapFunc {
 		}
 		sets := map[string]bool{}
 		for i := range list.Items {
-			for _, k := range objectKinds(&list.Items[i]) {
+			for _, k := range setplan.ObjectKinds(&list.Items[i]) {
 				if k.GroupKind() == gk {
 					sets[list.Items[i].Name] = true
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/rollout"
+	"github.com/flotilla-dev/flotilla/internal/setplan"
 )
 
 // maxProblems bounds status.problems, so status stays small at 10,000 targets.
@@ -23,7 +24,7 @@ const maxProblems = 10
 func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) error {
 	reason, userError := "GeneratorFailed", true
 	switch {
-	case errors.Is(err, errRepositoryNotFound):
+	case errors.Is(err, setplan.ErrRepositoryNotFound):
 		reason = "RepositoryNotFound"
 	case isKindNotAllowed(err):
 		reason = "KindNotAllowed"

@@ -1,17 +1,13 @@
-package packageset
+package setplan
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"sort"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/generate"
@@ -28,15 +24,15 @@ const AnnotationValues = "flotilla.dev/values"
 // variants renders and publishes every target's variant and points its deployment at the
 // published revision. A target whose variant fails (a missing required layer, a merge conflict, a
 // function error) becomes a problem and keeps its deployment as it is.
-func (r *Reconciler) variants(ctx context.Context, in generate.Inputs, result generate.Result, revs revisions) (generate.Result, error) {
+func (p Planner) variants(ctx context.Context, r Reader, in generate.Inputs, result generate.Result, revs Revisions) (generate.Result, error) {
 	set := in.Set
-	bp, err := r.blueprint(ctx, set)
+	bp, err := p.blueprint(ctx, r, set)
 	if err != nil {
 		return result, err
 	}
 	kept := result.Targets[:0]
 	for _, t := range result.Targets {
-		ref, origin, err := r.variant(ctx, in, bp, t)
+		ref, origin, err := p.variant(ctx, r, in, bp, t)
 		if err != nil {
 			result.Problems = append(result.Problems, generate.Problem{Target: t.Key, Message: err.Error()})
 			continue
@@ -59,12 +55,12 @@ type blueprintSource struct {
 	req  variant.Request
 }
 
-func (r *Reconciler) blueprint(ctx context.Context, set *v1alpha1.PackageSet) (blueprintSource, error) {
-	repo := &v1alpha1.Repository{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: set.Spec.Package.Repository.Name}, repo); err != nil {
+func (p Planner) blueprint(ctx context.Context, r Reader, set *v1alpha1.PackageSet) (blueprintSource, error) {
+	repo, err := p.repository(ctx, r, set.Namespace, set.Spec.Package.Repository.Name)
+	if err != nil {
 		return blueprintSource{}, err
 	}
-	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+	remote, err := r.Remote(ctx, repo)
 	if err != nil {
 		return blueprintSource{}, err
 	}
@@ -73,25 +69,28 @@ func (r *Reconciler) blueprint(ctx context.Context, set *v1alpha1.PackageSet) (b
 
 // variant publishes one target's variant and returns the package reference its deployment pins,
 // and the values' origins as JSON.
-func (r *Reconciler) variant(ctx context.Context, in generate.Inputs, bp blueprintSource, t generate.Target) (v1alpha1.PackageReference, string, error) {
+func (p Planner) variant(ctx context.Context, r Reader, in generate.Inputs, bp blueprintSource, t generate.Target) (v1alpha1.PackageReference, string, error) {
 	set, v := in.Set, in.Set.Spec.Variant
-	cluster := &v1alpha1.WorkloadCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: t.Cluster}, cluster); err != nil {
-		return v1alpha1.PackageReference{}, "", err
-	}
-	repo := &v1alpha1.Repository{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil {
-		return v1alpha1.PackageReference{}, "", fmt.Errorf("repository of cluster %s: %w", cluster.Name, err)
-	}
-	target, err := gitremote.Remote(ctx, r.APIReader, repo)
+	cluster, err := r.Cluster(ctx, set.Namespace, t.Cluster)
 	if err != nil {
 		return v1alpha1.PackageReference{}, "", err
 	}
-	values, origin, err := r.values(ctx, set, t)
+	if cluster == nil {
+		return v1alpha1.PackageReference{}, "", fmt.Errorf("WorkloadCluster %s/%s does not exist", set.Namespace, t.Cluster)
+	}
+	repo, err := r.Repository(ctx, set.Namespace, cluster.Spec.Repository.Name)
+	if err != nil || repo == nil {
+		return v1alpha1.PackageReference{}, "", fmt.Errorf("repository of cluster %s: %w", cluster.Name, cmp.Or(err, fmt.Errorf("%w: Repository %s/%s does not exist", ErrRepositoryNotFound, set.Namespace, cluster.Spec.Repository.Name)))
+	}
+	target, err := r.Remote(ctx, repo)
 	if err != nil {
 		return v1alpha1.PackageReference{}, "", err
 	}
-	injections, err := r.injections(ctx, set.Namespace, t)
+	values, origin, err := values(ctx, r, set, t)
+	if err != nil {
+		return v1alpha1.PackageReference{}, "", err
+	}
+	injections, err := injections(ctx, r, set.Namespace, t)
 	if err != nil {
 		return v1alpha1.PackageReference{}, "", err
 	}
@@ -102,8 +101,8 @@ func (r *Reconciler) variant(ctx context.Context, in generate.Inputs, bp bluepri
 	req := bp.req
 	req.Upstream = specialize.Upstream{Repo: gitremote.SyncURL(bp.repo), Directory: "/" + bp.req.BlueprintPath, Ref: in.Upstream.Tag, Commit: in.Upstream.Commit}
 	req.Target, req.PackagePath = target, render.PackagePath(repo.Spec.Git.Directory, name)
-	req.Values, req.Injections, req.Pipeline, req.Exec = values, injections, pipeline(v.Pipeline), r.Exec
-	res, err := variant.Publish(ctx, r.Git, req)
+	req.Values, req.Injections, req.Pipeline, req.Exec = values, injections, pipeline(v.Pipeline), p.Exec
+	res, err := variant.Publish(ctx, p.Git, req)
 	if err != nil {
 		var conflict *specialize.Conflict
 		if errors.As(err, &conflict) {
@@ -115,18 +114,17 @@ func (r *Reconciler) variant(ctx context.Context, in generate.Inputs, bp bluepri
 }
 
 // values merges the target's values layers: ConfigMaps in order, then inline values.
-func (r *Reconciler) values(ctx context.Context, set *v1alpha1.PackageSet, t generate.Target) (map[string]string, string, error) {
+func values(ctx context.Context, r Reader, set *v1alpha1.PackageSet, t generate.Target) (map[string]string, string, error) {
 	var layers []specialize.Layer
 	for _, l := range t.Layers {
-		cm := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: l.ConfigMap}, cm)
+		cm, err := r.ConfigMap(ctx, set.Namespace, l.ConfigMap)
 		switch {
-		case apierrors.IsNotFound(err) && l.Required:
-			return nil, "", fmt.Errorf("required values ConfigMap %s/%s does not exist", set.Namespace, l.ConfigMap)
-		case apierrors.IsNotFound(err):
-			continue
 		case err != nil:
 			return nil, "", err
+		case cm == nil && l.Required:
+			return nil, "", fmt.Errorf("required values ConfigMap %s/%s does not exist", set.Namespace, l.ConfigMap)
+		case cm == nil:
+			continue
 		}
 		layers = append(layers, specialize.Layer{Source: "configmap " + l.ConfigMap, Values: cm.Data})
 	}
@@ -141,13 +139,14 @@ func (r *Reconciler) values(ctx context.Context, set *v1alpha1.PackageSet, t gen
 }
 
 // injections reads the objects the target's injectors name.
-func (r *Reconciler) injections(ctx context.Context, namespace string, t generate.Target) ([]specialize.Injection, error) {
+func injections(ctx context.Context, r Reader, namespace string, t generate.Target) ([]specialize.Injection, error) {
 	var out []specialize.Injection
 	for _, ref := range t.Injectors {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(ref.APIVersion)
-		u.SetKind(ref.Kind)
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, u); err != nil {
+		u, err := r.Object(ctx, ref.APIVersion, ref.Kind, namespace, ref.Name)
+		if err == nil && u == nil {
+			err = fmt.Errorf("%s/%s does not exist", namespace, ref.Name)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("injector %s %s: %w", ref.Kind, ref.Name, err)
 		}
 		out = append(out, specialize.Injection{Kind: ref.Kind, Name: ref.Name, Object: u.Object})

@@ -1,4 +1,4 @@
-package packageset
+package setplan
 
 import (
 	"maps"
@@ -14,19 +14,22 @@ import (
 // target whose template fails keeps its deployment.
 const AnnotationTarget = "flotilla.dev/target"
 
-// changes is what the set must write to match the generator.
-type changes struct {
-	create, update, delete []*v1alpha1.PackageDeployment
-	// unchanged counts deployments that already match.
-	unchanged int
+// Changes is what the set must write to match the generator.
+type Changes struct {
+	Create, Update, Delete []*v1alpha1.PackageDeployment
+	// Unchanged counts deployments that already match.
+	Unchanged int
 }
 
-// plan compares the generated targets with the deployments the set owns. A deployment is deleted
+// Empty reports whether there is nothing to write.
+func (c Changes) Empty() bool { return len(c.Create)+len(c.Update)+len(c.Delete) == 0 }
+
+// Diff compares the generated targets with the deployments the set owns. A deployment is deleted
 // only when its target left the generator and no target has a problem: a problem (an expression
 // failing for one object, say) may hide which deployment it is about, so nothing is deleted until
 // it is fixed.
-func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result, revs revisions, now time.Time) changes {
-	var c changes
+func Diff(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result generate.Result, revs Revisions, now time.Time) Changes {
+	var c Changes
 	byName := map[string]*v1alpha1.PackageDeployment{}
 	for i := range owned {
 		byName[owned[i].Name] = &owned[i]
@@ -42,23 +45,23 @@ func plan(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 		desired := deployment(set, t, rev, pinnedAt(cur, rev, now))
 		switch {
 		case !ok:
-			c.create = append(c.create, desired)
+			c.Create = append(c.Create, desired)
 		case cur.Spec.Cluster != desired.Spec.Cluster:
 			// The cluster of a deployment is immutable: replace it.
-			c.delete = append(c.delete, cur)
+			c.Delete = append(c.Delete, cur)
 		case matches(cur, desired):
-			c.unchanged++
+			c.Unchanged++
 		default:
 			upd := cur.DeepCopy()
 			upd.Spec = desired.Spec
 			upd.Labels, upd.Annotations = desired.Labels, desired.Annotations
-			c.update = append(c.update, upd)
+			c.Update = append(c.Update, upd)
 		}
 	}
 	for i := range owned {
 		pd := &owned[i]
 		if len(result.Problems) == 0 && !wanted[pd.Name] && pd.DeletionTimestamp.IsZero() {
-			c.delete = append(c.delete, pd)
+			c.Delete = append(c.Delete, pd)
 		}
 	}
 	return c

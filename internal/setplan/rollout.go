@@ -1,4 +1,4 @@
-package packageset
+package setplan
 
 import (
 	"fmt"
@@ -16,18 +16,18 @@ import (
 // the health timeout of a rollout counts from there.
 const AnnotationPinnedAt = "flotilla.dev/pinned-at"
 
-// revisions says, per target name, which package revision its deployment pins; a target missing
+// Revisions says, per target name, which package revision its deployment pins; a target missing
 // from the map gets no deployment yet (a rollout has not reached it).
-type revisions map[string]v1alpha1.PackageReference
+type Revisions map[string]v1alpha1.PackageReference
 
-// decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
+// Decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
 // pins to the exact blueprint revision only the targets the rollout moved, and keeps the others
 // where they are.
 // The duration is when to look again without an event (0: not needed): a rollout waiting for
 // targets to become healthy must halt when their health timeout runs out.
-func decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (revisions, *v1alpha1.RolloutStatus, time.Duration) {
+func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (Revisions, *v1alpha1.RolloutStatus, time.Duration) {
 	set, up := in.Set, in.Upstream
-	revs := revisions{}
+	revs := Revisions{}
 	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
 		for _, t := range result.Targets {
 			revs[t.Name] = set.Spec.Package

@@ -60,6 +60,23 @@ spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: app
 	}
 }
 
+// fleetServer is a git server with the repositories writeFleet names and the package app
+// published at each of tags (app/v1 when none is given).
+func fleetServer(t *testing.T, tags ...string) *gittest.Server {
+	t.Helper()
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
+	for _, r := range []string{"catalog", "edge01", "edge02"} {
+		srv.CreateRepo(t, r)
+	}
+	if len(tags) == 0 {
+		tags = []string{"app/v1"}
+	}
+	for _, tag := range tags {
+		gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n", "app/rev": tag}, tag)
+	}
+	return srv
+}
+
 func table(t *testing.T, results []Result) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -136,11 +153,7 @@ spec: {cluster: {name: edge02}, package: {repository: {name: catalog}, name: app
 // dependsOn naming a deployment that does not exist, or one on another cluster, fails that
 // cluster (the same check as the controller's), and nothing is published for it.
 func TestRunRefusesDependencyErrors(t *testing.T) {
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
-	for _, r := range []string{"catalog", "edge01", "edge02"} {
-		srv.CreateRepo(t, r)
-	}
-	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	srv := fleetServer(t)
 	dir := t.TempDir()
 	writeFleet(t, dir, srv.URL, `---
 apiVersion: flotilla.dev/v1alpha1
@@ -176,13 +189,7 @@ spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: app
 
 // render has no status: the pin published in git is what latest must not go back from.
 func TestRunLatestNeverGoesBack(t *testing.T) {
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
-	for _, r := range []string{"catalog", "edge01", "edge02"} {
-		srv.CreateRepo(t, r)
-	}
-	for _, tag := range []string{"app/v1", "app/v2"} {
-		gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n", "app/rev": tag}, tag)
-	}
+	srv := fleetServer(t, "app/v1", "app/v2")
 	dir := t.TempDir()
 	writeFleet(t, dir, srv.URL, "")
 	fleetYAML := filepath.Join(dir, "fleet.yaml")
@@ -266,11 +273,7 @@ spec: {repository: {name: nope}}
 
 // render expands a PackageSet into deployments, as the controller would.
 func TestRunExpandsPackageSets(t *testing.T) {
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
-	for _, r := range []string{"catalog", "edge01", "edge02"} {
-		srv.CreateRepo(t, r)
-	}
-	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
+	srv := fleetServer(t)
 	dir := t.TempDir()
 	writeFleet(t, dir, srv.URL, `---
 apiVersion: flotilla.dev/v1alpha1
@@ -301,16 +304,12 @@ spec:
 // ConfigMap layer and inline, a WorkloadCluster injected, the variant published as a revision in
 // the cluster's repository and deployed from there; a second run changes nothing.
 func TestRunPublishesVariants(t *testing.T) {
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
-	for _, r := range []string{"catalog", "edge01", "edge02"} {
-		srv.CreateRepo(t, r)
-	}
+	srv := fleetServer(t)
 	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
 		"upf/Kptfile":   "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
 		"upf/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  region: none # kpt-set: ${region}\n  tier: none # kpt-set: ${tier}\n",
 		"upf/site.yaml": "apiVersion: flotilla.dev/v1alpha1\nkind: WorkloadCluster\nmetadata:\n  name: site\n  annotations:\n    kpt.dev/config-injection: required\nspec:\n  repository: {name: none}\n",
 	}, "upf/v1")
-	gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n"}, "app/v1")
 	dir := t.TempDir()
 	writeFleet(t, dir, srv.URL, `---
 apiVersion: v1
@@ -382,13 +381,7 @@ func lsDeployed(t *testing.T, bare string) string {
 // render refuses a set whose generator selects nothing unless allowEmpty says so, and keeps a
 // suspended deployment on the pin it has published.
 func TestRunEmptyGeneratorAndSuspend(t *testing.T) {
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("flotilla", password))
-	for _, r := range []string{"catalog", "edge01", "edge02"} {
-		srv.CreateRepo(t, r)
-	}
-	for _, tag := range []string{"app/v1", "app/v2"} {
-		gittest.Commit(t, srv.Dir("catalog"), "app", map[string]string{"app/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\n", "app/rev": tag}, tag)
-	}
+	srv := fleetServer(t, "app/v1", "app/v2")
 	ctx := context.Background()
 	store := pkgrepo.NewStore(t.TempDir())
 	store.RefreshInterval = 1

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -16,8 +17,17 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(controllerCmd(), renderCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), rolloutCmd(), versionCmd(), benchCmd())
+	root.AddCommand(controllerCmd(), renderCmd(), diffCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), rolloutCmd(), versionCmd(), benchCmd())
 	if err := root.Execute(); err != nil {
+		var exit *exitError
+		if errors.As(err, &exit) {
+			if exit.code > 1 {
+				fmt.Fprintln(os.Stderr, "error:", err)
+			} else {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			os.Exit(exit.code)
+		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

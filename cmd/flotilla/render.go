@@ -10,36 +10,106 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
+// exitError ends the command with its code (as kubectl diff: 1 is a finding, 2 an error).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// offlineRun loads dir and runs every cluster through git: the one flow behind render, render
+// --dry-run and diff. A load error is returned as is: nothing ran.
+func offlineRun(cmd *cobra.Command, dir string, dryRun bool) ([]offline.Result, *offline.Preview, error) {
+	f, err := offline.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cache, err := os.MkdirTemp("", "flotilla-render-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(cache)
+	store := pkgrepo.NewStore(cache)
+	// render runs as the user, on the user's files: local repositories are theirs to name.
+	store.AllowLocal = true
+	var git offline.Git = store
+	var preview *offline.Preview
+	if dryRun {
+		preview = offline.NewPreview(store)
+		git = preview
+	}
+	return offline.Run(cmd.Context(), git, f), preview, nil
+}
+
 func renderCmd() *cobra.Command {
 	var dir string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "render -f DIR",
 		Short: "Publish every cluster's deployed-packages from objects in YAML files, without a cluster",
-		Long: `render reads Repository, WorkloadCluster, PackageDeployment and Secret objects from the YAML
-files under DIR, resolves every deployment, and publishes each cluster's deployed-packages into the
+		Long: `render reads Repository, WorkloadCluster, PackageDeployment, PackageSet and Secret objects (and
+the ConfigMaps and other objects sets read) from the YAML files under DIR, validates and defaults
+them as the API server would, expands PackageSets with the controller's planning core, resolves
+every deployment, and publishes each cluster's deployed-packages (and variants) into the
 repositories they name (http(s):// and file:// alike), exactly as the controller would. Manual
 clusters get a proposal branch. It prints one row per cluster and exits non-zero if any cluster
-failed; a failed cluster publishes nothing.`,
+failed; a failed cluster publishes nothing. With --dry-run it pushes nothing and says what it
+would do (flotilla diff shows the content).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := offline.Load(dir)
+			results, _, err := offlineRun(cmd, dir, dryRun)
 			if err != nil {
 				return err
 			}
-			cache, err := os.MkdirTemp("", "flotilla-render-")
-			if err != nil {
-				return err
+			printTable := offline.PrintTable
+			if dryRun {
+				printTable = offline.PrintDryRunTable
 			}
-			defer os.RemoveAll(cache)
-			store := pkgrepo.NewStore(cache)
-			// render runs as the user, on the user's files: local repositories are theirs to name.
-			store.AllowLocal = true
-			results := offline.Run(cmd.Context(), store, f)
-			if err := offline.PrintTable(cmd.OutOrStdout(), results); err != nil {
+			if err := printTable(cmd.OutOrStdout(), results); err != nil {
 				return err
 			}
 			if n := offline.Failed(results); n > 0 {
 				return fmt.Errorf("%d of %d clusters published nothing (see the table)", n, len(results))
 			}
+			if dryRun {
+				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was pushed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan every publish against the repositories, push nothing")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func diffCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "diff -f DIR",
+		Short: "Show what render would write to each repository, as a unified diff, pushing nothing",
+		Long: `diff runs render on the objects under DIR without pushing, and prints a unified diff of every
+package it would write: each cluster's deployed-packages (its sync objects) and each variant.
+Exit status, as kubectl diff: 0 when nothing would change, 1 when something would, 2 on an error
+(invalid input, a cluster that cannot be rendered, an unreachable repository).`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			results, preview, err := offlineRun(cmd, dir, true)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			changes := preview.Changes()
+			if err := offline.WriteDiff(cmd.OutOrStdout(), changes); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if n := offline.Failed(results); n > 0 {
+				_ = offline.PrintDryRunTable(cmd.ErrOrStderr(), results)
+				return &exitError{code: 2, err: fmt.Errorf("%d of %d clusters cannot be rendered (see the table)", n, len(results))}
+			}
+			if len(changes) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d packages would change", len(changes))}
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "no changes")
 			return nil
 		},
 	}

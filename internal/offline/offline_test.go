@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -428,5 +429,65 @@ func TestRunEmptyGeneratorAndSuspend(t *testing.T) {
 	sync := gittest.ReadFile(t, srv.Dir("edge01"), "main", "deployed-packages/"+lsDeployed(t, srv.Dir("edge01")))
 	if !strings.Contains(sync, "revision: app/v1") {
 		t.Errorf("the suspended deployment lost its pin:\n%s", sync)
+	}
+}
+
+// A run through a Preview pushes nothing, lists each package it would write with a unified diff
+// (variants and deployed-packages), and predicts the revisions the real run then makes.
+func TestPreviewPushesNothingAndPredicts(t *testing.T) {
+	srv := fleetServer(t)
+	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
+		"upf/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
+		"upf/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  tier: none # kpt-set: ${tier}\n",
+	}, "upf/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageSet
+metadata: {name: upf, namespace: fleet}
+spec:
+  package: {repository: {name: catalog}, name: upf, revision: v1}
+  targets: {list: [{cluster: edge01}]}
+  variant: {values: {inline: {tier: gold}}}
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	preview := NewPreview(store)
+	results := Run(ctx, preview, f)
+	if Failed(results) != 0 {
+		t.Fatalf("preview:\n%s", table(t, results))
+	}
+	for _, r := range []string{"edge01", "edge02"} {
+		if tags := gittest.Tags(t, srv.Dir(r)); len(tags) != 0 {
+			t.Fatalf("a preview pushed to %s: %v", r, tags)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteDiff(&b, preview.Changes()); err != nil {
+		t.Fatal(err)
+	}
+	diff := b.String()
+	for _, want := range []string{"--- /dev/null", "+++ b/upf/cm.yaml", "+  tier: gold", "+++ b/deployed-packages/Kptfile", "(upf/v1)", "(deployed-packages/v1)"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff misses %q:\n%s", want, diff)
+		}
+	}
+	predicted := table(t, results)
+
+	// The real run makes what the preview said (commits aside: they carry their time and parent).
+	commits := regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+	real := commits.ReplaceAllString(table(t, Run(ctx, store, f)), "COMMIT")
+	if predicted = commits.ReplaceAllString(predicted, "COMMIT"); predicted != real {
+		t.Errorf("the preview (-) and the run (+) differ:\n%s\n%s", predicted, real)
+	}
+	preview = NewPreview(store)
+	Run(ctx, preview, f)
+	if c := preview.Changes(); len(c) != 0 {
+		t.Errorf("after the run, a preview still sees %d changes", len(c))
 	}
 }

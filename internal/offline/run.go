@@ -145,10 +145,22 @@ func current(ctx context.Context, git Git, remote pkgrepo.Remote, pkg string) (*
 
 // PrintTable writes one row per cluster: what was published or proposed, and what changed.
 func PrintTable(w io.Writer, results []Result) error {
+	return printTable(w, results, nil)
+}
+
+// PrintDryRunTable is PrintTable for a run through a Preview: what it would do.
+func PrintDryRunTable(w io.Writer, results []Result) error {
+	return printTable(w, results, map[string]string{"published": "would publish", "proposed": "would propose"})
+}
+
+func printTable(w io.Writer, results []Result, verbs map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tACTION\tREVISION\tCOMMIT\tCHANGES")
 	for _, r := range results {
 		action, rev, commit, changes := row(r)
+		if v, ok := verbs[action]; ok {
+			action = v
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Cluster, action, rev, commit, changes)
 	}
 	return tw.Flush()

@@ -38,6 +38,9 @@ type PublishRequest struct {
 	// since, Publish pushes nothing and returns ErrPackageChanged, so the
 	// caller merges again instead of overwriting someone's edit.
 	PackageBase string
+	// DryRun plans the publish against the freshly fetched remote and reports it (the revision,
+	// tag and commit it would make), pushing nothing. The commit exists only in the local mirror.
+	DryRun bool
 	// Rendered, when set, is what flotilla rendered for P before merging it with the branch's
 	// copy. It is kept beside the revision, under refs/flotilla/rendered/P (never on a branch, so
 	// no agent deploys it), in the same atomic push, as the base of the next 3-way merge (see
@@ -87,7 +90,11 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 		return PublishResult{}, err
 	}
 	defer unlock()
-	return s.update(ctx, m, ep, func() (plan, error) {
+	update := s.update
+	if req.DryRun {
+		update = s.dryRun
+	}
+	return update(ctx, m, ep, func() (plan, error) {
 		c, err := m.prepare(r.branch(), pkg, req.Files)
 		if err != nil {
 			return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)

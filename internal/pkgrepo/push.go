@@ -64,6 +64,18 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, build func()
 	return PublishResult{}, fmt.Errorf("gave up after %d attempts: %w", maxAttempts, lastErr)
 }
 
+// dryRun fetches and asks build for a plan, as update does, and reports it without pushing.
+func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
+	if err := s.fetch(ctx, m, ep); err != nil {
+		return PublishResult{}, err
+	}
+	p, err := build()
+	if err != nil {
+		return PublishResult{}, err
+	}
+	return p.result, nil
+}
+
 // push sends refspecs in one push. Atomic asks the server (git
 // receive-pack advertises "atomic") to apply all ref updates or none, so a
 // branch never moves without its tag. Non-force refspecs are checked

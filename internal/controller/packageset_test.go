@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -208,4 +209,26 @@ func TestPackageSetsPublishOnceForTheirCluster(t *testing.T) {
 	}
 	g.Eventually(revisionOf("web-edge01"), "10s").Should(Equal(3))
 	g.Expect(revisionOf("crds-edge01")()).To(Equal(2))
+}
+
+// A set deleted right after it was created still applies its deletion policy: its finalizer is
+// written before any deployment exists, so no deployment is left owned by a set that is gone (the
+// garbage collector would delete it, whatever Orphan says).
+func TestPackageSetDeletedAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.clusters(map[string]map[string]string{"a": nil, "b": nil, "c": nil})
+	for i := range 5 {
+		set := f.packageSet(fmt.Sprintf("quick%d", i), v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{}}},
+			func(s *v1alpha1.PackageSet) { s.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan })
+		time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+		f.g.Expect(env.Client.Delete(f.ctx, set)).To(Succeed())
+		f.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)) }, "30s").Should(BeTrue())
+	}
+	var list v1alpha1.PackageDeploymentList
+	f.g.Expect(env.Client.List(f.ctx, &list, client.InNamespace(f.ns))).To(Succeed())
+	for _, pd := range list.Items {
+		f.g.Expect(pd.OwnerReferences).To(BeEmpty(), "deployment %s is still owned by a deleted set", pd.Name)
+	}
 }

@@ -96,7 +96,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	controllerutil.AddFinalizer(set, v1alpha1.FinalizerPackageSet)
+	if !controllerutil.ContainsFinalizer(set, v1alpha1.FinalizerPackageSet) {
+		// Written before any deployment exists: a set deleted right after it was created must
+		// still apply its deletion policy (with Orphan, the garbage collector would otherwise
+		// delete the deployments it owns).
+		before := set.DeepCopy()
+		controllerutil.AddFinalizer(set, v1alpha1.FinalizerPackageSet)
+		if err := r.Client.Patch(ctx, set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		p = patch.New(r.Client, set)
+	}
 
 	planner := setplan.Planner{Git: r.Git, Exec: r.Exec}
 	out, err := planner.Plan(ctx, reader{r}, set, owned, r.now())

@@ -74,11 +74,11 @@ func (p *Preview) Publish(ctx context.Context, r pkgrepo.Remote, req pkgrepo.Pub
 
 // current is the package on the remote's branch, nil when there is none.
 func (p *Preview) current(ctx context.Context, r pkgrepo.Remote, pkg string) (map[string][]byte, error) {
-	snap, err := p.Git.Refresh(ctx, r)
+	snap, err := p.Refresh(ctx, r)
 	if err != nil || snap.Head == "" {
 		return nil, err
 	}
-	files, err := p.Git.ReadPackage(ctx, r, pkg, snap.Head)
+	files, err := p.ReadPackage(ctx, r, pkg, snap.Head)
 	if errors.Is(err, pkgrepo.ErrPackageNotFound) {
 		return nil, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +22,12 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // offlineRun loads dir and runs every cluster through git: the one flow behind render, render
 // --dry-run and diff. A load error is returned as is: nothing ran.
-func offlineRun(cmd *cobra.Command, dir string, dryRun bool) ([]offline.Result, *offline.Preview, error) {
+func offlineRun(cmd *cobra.Command, dir string, dryRun bool, approvals []string) ([]offline.Result, *offline.Preview, error) {
 	f, err := offline.Load(dir)
 	if err != nil {
+		return nil, nil, err
+	}
+	if f.Approvals, err = parseApprovals(f, approvals); err != nil {
 		return nil, nil, err
 	}
 	cache, err := os.MkdirTemp("", "flotilla-render-")
@@ -46,6 +50,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool) ([]offline.Result, 
 func renderCmd() *cobra.Command {
 	var dir string
 	var dryRun bool
+	var approvals []string
 	cmd := &cobra.Command{
 		Use:   "render -f DIR",
 		Short: "Publish every cluster's deployed-packages from objects in YAML files, without a cluster",
@@ -58,7 +63,7 @@ clusters get a proposal branch. It prints one row per cluster and exits non-zero
 failed; a failed cluster publishes nothing. With --dry-run it pushes nothing and says what it
 would do (flotilla diff shows the content).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, _, err := offlineRun(cmd, dir, dryRun)
+			results, _, err := offlineRun(cmd, dir, dryRun, approvals)
 			if err != nil {
 				return err
 			}
@@ -80,12 +85,14 @@ would do (flotilla diff shows the content).`,
 	}
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan every publish against the repositories, push nothing")
+	approveFlag(cmd, &approvals)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
 func diffCmd() *cobra.Command {
 	var dir string
+	var approvals []string
 	cmd := &cobra.Command{
 		Use:   "diff -f DIR",
 		Short: "Show what render would write to each repository, as a unified diff, pushing nothing",
@@ -94,7 +101,7 @@ package it would write: each cluster's deployed-packages (its sync objects) and 
 Exit status, as kubectl diff: 0 when nothing would change, 1 when something would, 2 on an error
 (invalid input, a cluster that cannot be rendered, an unreachable repository).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, preview, err := offlineRun(cmd, dir, true)
+			results, preview, err := offlineRun(cmd, dir, true, approvals)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -114,6 +121,32 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
+	approveFlag(cmd, &approvals)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
+}
+
+func approveFlag(cmd *cobra.Command, approvals *[]string) {
+	cmd.Flags().StringArrayVar(approvals, "approve", nil,
+		"approve the pending proposal of a Manual cluster: CLUSTER=COMMIT, the full commit id of the proposal you reviewed (repeatable; CLUSTER is NAME or NAMESPACE/NAME)")
+}
+
+// parseApprovals turns CLUSTER=COMMIT flags into the fleet's approvals, refusing clusters that are
+// not in the files.
+func parseApprovals(f *offline.Fleet, flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range flags {
+		name, commit, ok := strings.Cut(a, "=")
+		if !ok || name == "" || commit == "" {
+			return nil, fmt.Errorf("--approve %q: write CLUSTER=COMMIT, the full commit id of the proposal you reviewed", a)
+		}
+		if !strings.Contains(name, "/") {
+			name = "default/" + name
+		}
+		if f.Clusters[name] == nil {
+			return nil, fmt.Errorf("--approve %q: no WorkloadCluster %s in the files", a, name)
+		}
+		out[name] = commit
+	}
+	return out, nil
 }

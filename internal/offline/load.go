@@ -37,6 +37,9 @@ type Fleet struct {
 	Secrets      map[string]*corev1.Secret
 	// Objects holds every other object, for objects generators.
 	Objects []*unstructured.Unstructured
+	// Approvals approve the pending proposal of Manual clusters (namespace/name → the commit
+	// reviewed), as the flotilla.dev/approve annotation does.
+	Approvals map[string]string
 
 	validator *crdvalidate.Validator
 	seen      map[string]string // group kind namespace/name → where it was read

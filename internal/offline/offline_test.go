@@ -491,3 +491,55 @@ spec:
 		t.Errorf("after the run, a preview still sees %d changes", len(c))
 	}
 }
+
+// A Manual cluster proposes; render approves the proposal by the commit that was reviewed, with
+// the controller's rule: another commit, or a vN, publishes nothing.
+func TestRunApprovesByCommit(t *testing.T) {
+	srv := fleetServer(t)
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, "")
+	p := filepath.Join(dir, "fleet.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual := strings.Replace(string(b), "metadata: {name: edge01, namespace: fleet}\nspec: {repository: {name: edge01}}", "metadata: {name: edge01, namespace: fleet}\nspec: {repository: {name: edge01}, approval: Manual}", 1)
+	if err := os.WriteFile(p, []byte(manual), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1
+	edge := srv.Dir("edge01")
+	if got := table(t, Run(ctx, store, f)); !strings.Contains(got, "proposed/deployed-packages/v1") {
+		t.Fatalf("a Manual cluster did not propose:\n%s", got)
+	}
+	proposal := gittest.Branches(t, edge)["proposed/deployed-packages/v1"]
+	if proposal == "" || len(gittest.Tags(t, edge)) != 0 {
+		t.Fatalf("branches %v, tags %v", gittest.Branches(t, edge), gittest.Tags(t, edge))
+	}
+
+	for _, bad := range []string{"v1", strings.Repeat("ab", 20)} {
+		f.Approvals = map[string]string{"fleet/edge01": bad}
+		results := Run(ctx, store, f)
+		if got := table(t, results); Failed(results) != 1 || !strings.Contains(got, "nothing was published") {
+			t.Errorf("approval %s was not refused:\n%s", bad, got)
+		}
+		if tags := gittest.Tags(t, edge); len(tags) != 0 {
+			t.Errorf("approval %s published %v", bad, tags)
+		}
+	}
+
+	f.Approvals = map[string]string{"fleet/edge01": proposal}
+	results := Run(ctx, store, f)
+	if got := table(t, results); Failed(results) != 0 || !strings.Contains(got, "deployed-packages/v1") {
+		t.Fatalf("approving %s:\n%s", proposal, got)
+	}
+	if tag := gittest.Tags(t, edge)["deployed-packages/v1"]; tag == "" {
+		t.Errorf("the approved proposal was not published: tags %v", gittest.Tags(t, edge))
+	}
+}

@@ -72,6 +72,26 @@ func (p *Preview) Publish(ctx context.Context, r pkgrepo.Remote, req pkgrepo.Pub
 	return res, nil
 }
 
+// Approve records the approved proposal's content as what would be published, pushing nothing.
+func (p *Preview) Approve(ctx context.Context, r pkgrepo.Remote, pkg string, number int, commit string) (pkgrepo.PublishResult, error) {
+	before, err := p.current(ctx, r, pkg)
+	if err != nil {
+		return pkgrepo.PublishResult{}, err
+	}
+	after, err := p.ReadPackage(ctx, r, pkg, commit)
+	if err != nil {
+		return pkgrepo.PublishResult{}, err
+	}
+	res := pkgrepo.PublishResult{Changed: true, Revision: number, Tag: fmt.Sprintf("%s/v%d", pkg, number), Commit: commit}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rev := pkgrepo.Revision{Package: pkg, Number: number, Tag: res.Tag, Commit: commit}
+	p.would[previewKey(r, pkg, fmt.Sprintf("v%d", number))] = rev
+	p.would[previewKey(r, pkg, "latest")] = rev
+	p.changes = append(p.changes, Change{Repository: giturl.Redact(r.URL), Package: pkg, Revision: res.Tag + " (approved)", Before: before, After: after})
+	return res, nil
+}
+
 // current is the package on the remote's branch, nil when there is none.
 func (p *Preview) current(ctx context.Context, r pkgrepo.Remote, pkg string) (map[string][]byte, error) {
 	snap, err := p.Refresh(ctx, r)

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,7 +19,10 @@ import (
 )
 
 // Git is the part of pkgrepo.Store that offline runs use.
-type Git = setplan.Git
+type Git interface {
+	setplan.Git
+	PendingProposal(ctx context.Context, r pkgrepo.Remote, pkg string) (number int, branch, commit string, ok bool, err error)
+}
 
 // Result is what happened to one cluster.
 type Result struct {
@@ -71,7 +75,43 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	return fleet.Publish(ctx, git, remote, c, repo, rendered, published, nil)
+	var proposal *v1alpha1.ProposalStatus
+	if c.Spec.Approval == v1alpha1.ApprovalManual {
+		if proposal, err = pending(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)), published); err != nil {
+			return fleet.Outcome{}, err
+		}
+		if commit, ok := f.Approvals[c.Namespace+"/"+c.Name]; ok {
+			// The same rule as the annotation: it names the commit that was reviewed.
+			c = c.DeepCopy()
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[v1alpha1.AnnotationApprove] = commit
+		}
+	}
+	out, err := fleet.Publish(ctx, git, remote, c, repo, rendered, published, proposal)
+	if err == nil && (out.Approval.State == fleet.ApprovalOutdated || out.Approval.State == fleet.ApprovalInvalid) {
+		return out, errors.New(out.Approval.Message)
+	}
+	return out, err
+}
+
+// pending reads the proposal waiting for approval at pkg, as the controller keeps it in status.
+func pending(ctx context.Context, git Git, remote pkgrepo.Remote, pkg string, published *v1alpha1.DeployedPackagesStatus) (*v1alpha1.ProposalStatus, error) {
+	n, branch, commit, ok, err := git.PendingProposal(ctx, remote, pkg)
+	if err != nil || !ok {
+		return nil, err
+	}
+	files, err := git.ReadPackage(ctx, remote, pkg, commit)
+	if err != nil {
+		return nil, err
+	}
+	pins := render.ParsePins(files)
+	var before []v1alpha1.PublishedPin
+	if published != nil {
+		before = published.Packages
+	}
+	return &v1alpha1.ProposalStatus{Revision: n, Branch: branch, Commit: commit, Summary: render.Summary(render.Diff(before, pins)), Packages: pins}, nil
 }
 
 func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster, published *v1alpha1.DeployedPackagesStatus) ([]render.Pin, error) {

@@ -250,6 +250,29 @@ func (m *mirror) revisions(pkg string) (map[int]plumbing.Hash, error) {
 }
 
 // proposals returns the branches proposed/pkg/vN by N.
+// PendingProposal returns the highest proposal of pkg waiting for approval (branch
+// proposed/pkg/vN): its would-be revision number, branch and commit; false when there is none.
+func (s *Store) PendingProposal(ctx context.Context, r Remote, pkg string) (number int, branch, commit string, ok bool, err error) {
+	pkg, err = cleanPackage(pkg)
+	if err != nil {
+		return 0, "", "", false, err
+	}
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return 0, "", "", false, err
+	}
+	defer unlock()
+	if err := s.ensureFresh(ctx, m, ep); err != nil {
+		return 0, "", "", false, err
+	}
+	props, err := m.proposals(pkg)
+	if err != nil || len(props) == 0 {
+		return 0, "", "", false, err
+	}
+	n := highest(props)
+	return n, proposalBranch(pkg, n), props[n].String(), true, nil
+}
+
 func (m *mirror) proposals(pkg string) (map[int]plumbing.Hash, error) {
 	return m.numbered("refs/heads/proposed/" + pkg + "/v")
 }

@@ -30,6 +30,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, approvals []string)
 	if f.Approvals, err = parseApprovals(f, approvals); err != nil {
 		return nil, nil, err
 	}
+	f.Progress = progress(cmd.ErrOrStderr(), "render")
 	cache, err := os.MkdirTemp("", "flotilla-render-")
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +49,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, approvals []string)
 }
 
 func renderCmd() *cobra.Command {
-	var dir string
+	var dir, output string
 	var dryRun bool
 	var approvals []string
 	cmd := &cobra.Command{
@@ -63,21 +64,33 @@ clusters get a proposal branch. It prints one row per cluster and exits non-zero
 failed; a failed cluster publishes nothing. With --dry-run it pushes nothing and says what it
 would do (flotilla diff shows the content).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			results, _, err := offlineRun(cmd, dir, dryRun, approvals)
 			if err != nil {
 				return err
 			}
-			printTable := offline.PrintTable
-			if dryRun {
-				printTable = offline.PrintDryRunTable
+			switch output {
+			case "yaml", "json":
+				err = writeStructured(cmd.OutOrStdout(), output, offline.Rows(results, dryRun))
+			case "":
+				if dryRun {
+					err = offline.PrintDryRunTable(cmd.OutOrStdout(), results)
+				} else {
+					err = offline.PrintTable(cmd.OutOrStdout(), results)
+				}
 			}
-			if err := printTable(cmd.OutOrStdout(), results); err != nil {
+			if err != nil {
 				return err
 			}
 			if n := offline.Failed(results); n > 0 {
 				return fmt.Errorf("%d of %d clusters published nothing (see the table)", n, len(results))
 			}
-			if dryRun {
+			switch {
+			case offline.Wrote(results) == 0:
+				fmt.Fprintln(cmd.ErrOrStderr(), "nothing changed")
+			case dryRun:
 				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was pushed")
 			}
 			return nil
@@ -85,6 +98,7 @@ would do (flotilla diff shows the content).`,
 	}
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan every publish against the repositories, push nothing")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "table (default), yaml or json")
 	approveFlag(cmd, &approvals)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -23,6 +25,38 @@ type Snapshot struct {
 	Clusters    []v1alpha1.WorkloadCluster
 	Deployments []v1alpha1.PackageDeployment
 	Sets        []v1alpha1.PackageSet
+}
+
+// List is the snapshot's objects as a v1 List, clusters, then deployments, then sets, each
+// with its apiVersion and kind (as kubectl get -o yaml prints them).
+func List(s Snapshot) (map[string]any, error) {
+	items := []any{}
+	add := func(kind string, obj runtime.Object) error {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u["apiVersion"], u["kind"] = v1alpha1.GroupVersion.String(), kind
+		unstructured.RemoveNestedField(u, "metadata", "managedFields")
+		items = append(items, u)
+		return nil
+	}
+	for i := range s.Clusters {
+		if err := add("WorkloadCluster", &s.Clusters[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.Deployments {
+		if err := add("PackageDeployment", &s.Deployments[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.Sets {
+		if err := add("PackageSet", &s.Sets[i]); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
 }
 
 // Read lists the fleet's objects in namespace ("" for all namespaces).

@@ -67,3 +67,30 @@ func TestPrint(t *testing.T) {
 		t.Errorf("status table (-want +got):\n%s", diff)
 	}
 }
+
+// -o yaml|json prints the fleet as a v1 List of typed objects, as kubectl get does.
+func TestList(t *testing.T) {
+	s := Snapshot{
+		Clusters:    []v1alpha1.WorkloadCluster{{ObjectMeta: metav1.ObjectMeta{Name: "edge01", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}},
+		Deployments: []v1alpha1.PackageDeployment{{ObjectMeta: metav1.ObjectMeta{Name: "edge01-upf"}}},
+		Sets:        []v1alpha1.PackageSet{{ObjectMeta: metav1.ObjectMeta{Name: "upf"}}},
+	}
+	list, err := List(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := list["items"].([]any)
+	var got []string
+	for _, it := range items {
+		u := it.(map[string]any)
+		md := u["metadata"].(map[string]any)
+		if _, ok := md["managedFields"]; ok {
+			t.Errorf("%v keeps managedFields", md["name"])
+		}
+		got = append(got, u["apiVersion"].(string)+" "+u["kind"].(string)+" "+md["name"].(string))
+	}
+	want := []string{"flotilla.dev/v1alpha1 WorkloadCluster edge01", "flotilla.dev/v1alpha1 PackageDeployment edge01-upf", "flotilla.dev/v1alpha1 PackageSet upf"}
+	if diff := cmp.Diff(want, got); diff != "" || list["kind"] != "List" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+}

@@ -37,6 +37,8 @@ type Fleet struct {
 	Secrets      map[string]*corev1.Secret
 	// Objects holds every other object, for objects generators.
 	Objects []*unstructured.Unstructured
+	// Progress, when set, is told after each cluster how many of how many are done.
+	Progress func(done, total int)
 	// Approvals approve the pending proposal of Manual clusters (namespace/name → the commit
 	// reviewed), as the flotilla.dev/approve annotation does.
 	Approvals map[string]string

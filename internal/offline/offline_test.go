@@ -3,6 +3,7 @@ package offline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
 const password = "planted-render-password"
@@ -541,5 +545,25 @@ func TestRunApprovesByCommit(t *testing.T) {
 	}
 	if tag := gittest.Tags(t, edge)["deployed-packages/v1"]; tag == "" {
 		t.Errorf("the approved proposal was not published: tags %v", gittest.Tags(t, edge))
+	}
+}
+
+// -o yaml|json prints the rows of the table; Wrote counts the clusters a run changed.
+func TestRowsAndWrote(t *testing.T) {
+	results := []Result{
+		{Cluster: "fleet/edge01", Outcome: fleet.Outcome{Wrote: true, Published: &v1alpha1.DeployedPackagesStatus{Tag: "deployed-packages/v2", Commit: strings.Repeat("a", 40)},
+			Changes: []render.Change{{Deployment: "edge01-upf", Op: "+", To: "upf/v1"}}}},
+		{Cluster: "fleet/edge02", Err: errors.New("boom")},
+	}
+	got := Rows(results, true)
+	want := []Row{
+		{Cluster: "fleet/edge01", Action: "would publish", Revision: "deployed-packages/v2", Commit: strings.Repeat("a", 12), Changes: "+edge01-upf upf/v1"},
+		{Cluster: "fleet/edge02", Action: "error", Revision: "-", Commit: "-", Changes: "boom"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Rows (-want +got):\n%s", diff)
+	}
+	if n := Wrote(results); n != 1 {
+		t.Errorf("Wrote = %d, want 1", n)
 	}
 }

@@ -46,10 +46,14 @@ func Run(ctx context.Context, git Git, f *Fleet) []Result {
 		return results
 	}
 	f = expanded
-	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
+	keys := slices.Sorted(maps.Keys(f.Clusters))
+	for i, key := range keys {
 		c := f.Clusters[key]
 		out, err := publishCluster(ctx, git, f, c)
 		results = append(results, Result{Cluster: key, Outcome: out, Err: err})
+		if f.Progress != nil {
+			f.Progress(i+1, len(keys))
+		}
 	}
 	return results
 }
@@ -196,14 +200,47 @@ func PrintDryRunTable(w io.Writer, results []Result) error {
 func printTable(w io.Writer, results []Result, verbs map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tACTION\tREVISION\tCOMMIT\tCHANGES")
+	for _, r := range Rows(results, verbs != nil) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Cluster, r.Action, r.Revision, r.Commit, r.Changes)
+	}
+	return tw.Flush()
+}
+
+// Row is one cluster's line of a run, for -o yaml|json as for the table.
+type Row struct {
+	Cluster  string `json:"cluster"`
+	Action   string `json:"action"`
+	Revision string `json:"revision"`
+	Commit   string `json:"commit"`
+	Changes  string `json:"changes"`
+}
+
+// Rows are the results as the table shows them; dryRun words them as what would happen.
+func Rows(results []Result, dryRun bool) []Row {
+	verbs := map[string]string{}
+	if dryRun {
+		verbs = map[string]string{"published": "would publish", "proposed": "would propose"}
+	}
+	out := make([]Row, 0, len(results))
 	for _, r := range results {
 		action, rev, commit, changes := row(r)
 		if v, ok := verbs[action]; ok {
 			action = v
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Cluster, action, rev, commit, changes)
+		out = append(out, Row{Cluster: r.Cluster, Action: action, Revision: rev, Commit: commit, Changes: changes})
 	}
-	return tw.Flush()
+	return out
+}
+
+// Wrote counts the clusters for which the run wrote (or would write) something.
+func Wrote(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Err == nil && r.Outcome.Wrote {
+			n++
+		}
+	}
+	return n
 }
 
 func row(r Result) (action, rev, commit, changes string) {

@@ -45,6 +45,9 @@ type Fleet struct {
 
 	validator *crdvalidate.Validator
 	seen      map[string]string // group kind namespace/name → where it was read
+	// served holds each flotilla object as the API server would serve it (validated, defaulted,
+	// not round-tripped through the Go types, which add empty objects): what injection reads.
+	served map[string]*unstructured.Unstructured
 }
 
 // Load reads every .yaml/.yml/.json file under dir (recursively). Objects of flotilla's kinds are
@@ -152,6 +155,10 @@ func (f *Fleet) addDoc(where string, doc []byte) error {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
+		if f.served == nil {
+			f.served = map[string]*unstructured.Unstructured{}
+		}
+		f.served[servedKey(gvk.Kind, u.GetNamespace(), u.GetName())] = u
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Secret":
 		obj = &corev1.Secret{}
 		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
@@ -199,3 +206,5 @@ func (f *Fleet) validate() error {
 	}
 	return errs.ToAggregate()
 }
+
+func servedKey(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }

@@ -100,20 +100,12 @@ func (r files) ConfigMap(ctx context.Context, namespace, name string) (*corev1.C
 }
 
 func (r files) Object(_ context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
-	if apiVersion == v1alpha1.GroupVersion.String() && kind == "WorkloadCluster" {
-		// Injected as the API server would serve it.
-		c := r.f.Clusters[namespace+"/"+name]
-		if c == nil {
-			return nil, nil
+	if apiVersion == v1alpha1.GroupVersion.String() {
+		// flotilla's own kinds, injected as the API server would serve them.
+		if u := r.f.served[servedKey(kind, namespace, name)]; u != nil {
+			return u.DeepCopy(), nil
 		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		return u, nil
+		return nil, nil
 	}
 	for _, o := range r.f.Objects {
 		if o.GetAPIVersion() == apiVersion && o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {

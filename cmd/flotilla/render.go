@@ -22,13 +22,23 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // offlineRun loads dir and runs every cluster through git: the one flow behind render, render
 // --dry-run and diff. A load error is returned as is: nothing ran.
-func offlineRun(cmd *cobra.Command, dir string, dryRun bool, approvals []string) ([]offline.Result, *offline.Preview, error) {
+func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]offline.Result, *offline.Preview, error) {
 	f, err := offline.Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.Approvals, err = parseApprovals(f, approvals); err != nil {
+	if f.Approvals, err = parseApprovals(f, flags.approvals); err != nil {
 		return nil, nil, err
+	}
+	for _, c := range flags.clusters {
+		key, err := clusterKey(f, "--cluster", c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f.Only == nil {
+			f.Only = map[string]bool{}
+		}
+		f.Only[key] = true
 	}
 	f.Progress = progress(cmd.ErrOrStderr(), "render")
 	cache, err := os.MkdirTemp("", "flotilla-render-")
@@ -51,7 +61,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, approvals []string)
 func renderCmd() *cobra.Command {
 	var dir, output string
 	var dryRun bool
-	var approvals []string
+	var flags runFlags
 	cmd := &cobra.Command{
 		Use:   "render -f DIR",
 		Short: "Publish every cluster's deployed-packages from objects in YAML files, without a cluster",
@@ -67,7 +77,7 @@ would do (flotilla diff shows the content).`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			results, _, err := offlineRun(cmd, dir, dryRun, approvals)
+			results, _, err := offlineRun(cmd, dir, dryRun, flags)
 			if err != nil {
 				return err
 			}
@@ -99,14 +109,14 @@ would do (flotilla diff shows the content).`,
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan every publish against the repositories, push nothing")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "table (default), yaml or json")
-	approveFlag(cmd, &approvals)
+	flags.add(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
 func diffCmd() *cobra.Command {
 	var dir string
-	var approvals []string
+	var flags runFlags
 	cmd := &cobra.Command{
 		Use:   "diff -f DIR",
 		Short: "Show what render would write to each repository, as a unified diff, pushing nothing",
@@ -115,7 +125,7 @@ package it would write: each cluster's deployed-packages (its sync objects) and 
 Exit status, as kubectl diff: 0 when nothing would change, 1 when something would, 2 on an error
 (invalid input, a cluster that cannot be rendered, an unreachable repository).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, preview, err := offlineRun(cmd, dir, true, approvals)
+			results, preview, err := offlineRun(cmd, dir, true, flags)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -135,14 +145,33 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
-	approveFlag(cmd, &approvals)
+	flags.add(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
-func approveFlag(cmd *cobra.Command, approvals *[]string) {
-	cmd.Flags().StringArrayVar(approvals, "approve", nil,
+// runFlags are the flags render and diff share.
+type runFlags struct {
+	approvals, clusters []string
+}
+
+func (f *runFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.approvals, "approve", nil,
 		"approve the pending proposal of a Manual cluster: CLUSTER=COMMIT, the full commit id of the proposal you reviewed (repeatable; CLUSTER is NAME or NAMESPACE/NAME)")
+	cmd.Flags().StringArrayVar(&f.clusters, "cluster", nil,
+		"limit the run to this cluster, NAME or NAMESPACE/NAME (repeatable): the others, and their variants, are not written")
+}
+
+// clusterKey is the fleet's key (namespace/name) of a cluster a flag names.
+func clusterKey(f *offline.Fleet, flag, name string) (string, error) {
+	key := name
+	if !strings.Contains(key, "/") {
+		key = "default/" + key
+	}
+	if f.Clusters[key] == nil {
+		return "", fmt.Errorf("%s %q: no WorkloadCluster %s in the files", flag, name, key)
+	}
+	return key, nil
 }
 
 // parseApprovals turns CLUSTER=COMMIT flags into the fleet's approvals, refusing clusters that are
@@ -154,13 +183,11 @@ func parseApprovals(f *offline.Fleet, flags []string) (map[string]string, error)
 		if !ok || name == "" || commit == "" {
 			return nil, fmt.Errorf("--approve %q: write CLUSTER=COMMIT, the full commit id of the proposal you reviewed", a)
 		}
-		if !strings.Contains(name, "/") {
-			name = "default/" + name
+		key, err := clusterKey(f, "--approve", name)
+		if err != nil {
+			return nil, err
 		}
-		if f.Clusters[name] == nil {
-			return nil, fmt.Errorf("--approve %q: no WorkloadCluster %s in the files", a, name)
-		}
-		out[name] = commit
+		out[key] = commit
 	}
 	return out, nil
 }

@@ -37,6 +37,9 @@ type Fleet struct {
 	Secrets      map[string]*corev1.Secret
 	// Objects holds every other object, for objects generators.
 	Objects []*unstructured.Unstructured
+	// Only, when set, limits a run to these clusters (namespace/name): the others publish
+	// nothing, and no variant is written for them.
+	Only map[string]bool
 	// Progress, when set, is told after each cluster how many of how many are done.
 	Progress func(done, total int)
 	// Approvals approve the pending proposal of Manual clusters (namespace/name → the commit

@@ -567,3 +567,37 @@ func TestRowsAndWrote(t *testing.T) {
 		t.Errorf("Wrote = %d, want 1", n)
 	}
 }
+
+// Only limits a run: the other clusters publish nothing and get no variant.
+func TestRunOnlySomeClusters(t *testing.T) {
+	srv := fleetServer(t)
+	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
+		"upf/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
+		"upf/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: upf}\ndata: {tier: none}\n",
+	}, "upf/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageSet
+metadata: {name: upf, namespace: fleet}
+spec:
+  package: {repository: {name: catalog}, name: upf, revision: v1}
+  targets: {clusters: {selector: {}}}
+  variant: {values: {inline: {tier: gold}}}
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Only = map[string]bool{"fleet/edge02": true}
+	results := Run(context.Background(), pkgrepo.NewStore(t.TempDir()), f)
+	if got := table(t, results); len(results) != 1 || results[0].Cluster != "fleet/edge02" || Failed(results) != 0 {
+		t.Fatalf("want edge02 alone:\n%s", got)
+	}
+	if tags := gittest.Tags(t, srv.Dir("edge01")); len(tags) != 0 {
+		t.Errorf("edge01 was written: %v", tags)
+	}
+	if tags := gittest.Tags(t, srv.Dir("edge02")); tags["upf/v1"] == "" || tags["deployed-packages/v1"] == "" {
+		t.Errorf("edge02 tags %v", tags)
+	}
+}

@@ -46,7 +46,12 @@ func Run(ctx context.Context, git Git, f *Fleet) []Result {
 		return results
 	}
 	f = expanded
-	keys := slices.Sorted(maps.Keys(f.Clusters))
+	var keys []string
+	for _, key := range slices.Sorted(maps.Keys(f.Clusters)) {
+		if f.Only == nil || f.Only[key] {
+			keys = append(keys, key)
+		}
+	}
 	for i, key := range keys {
 		c := f.Clusters[key]
 		out, err := publishCluster(ctx, git, f, c)

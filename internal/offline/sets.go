@@ -29,6 +29,9 @@ func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 	planner := setplan.Planner{Git: git, OwnedUnknown: true}
 	for _, key := range slices.Sorted(maps.Keys(f.Sets)) {
 		set := f.Sets[key]
+		if in.Only != nil {
+			planner.Only = func(cluster string) bool { return in.Only[set.Namespace+"/"+cluster] }
+		}
 		out, err := planner.Plan(ctx, files{in}, set, nil, time.Now())
 		if errors.Is(err, setplan.ErrNoTargets) {
 			return nil, fmt.Errorf("PackageSet %s: the generator selects no target: render refuses to undeploy what the set deployed; fix the generator, or set spec.allowEmpty: true", key)

@@ -56,6 +56,9 @@ type Planner struct {
 	// OwnedUnknown is set by a caller that cannot list the deployments a set owns (render has
 	// only files): a generator that selects nothing is then refused as if some existed.
 	OwnedUnknown bool
+	// Only, when set, limits planning to the targets on the clusters it accepts (flotilla render
+	// --cluster): no variant is written, and no deployment planned, for the others.
+	Only func(cluster string) bool
 }
 
 // ErrRepositoryNotFound is wrapped when the blueprint's Repository does not exist.
@@ -93,6 +96,15 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 	}
 	if len(result.Targets) == 0 && len(result.Problems) == 0 && (len(owned) > 0 || p.OwnedUnknown) && !set.Spec.AllowEmpty {
 		return out, fmt.Errorf("%w, but %d deployments exist", ErrNoTargets, len(owned))
+	}
+	if p.Only != nil {
+		kept := result.Targets[:0]
+		for _, t := range result.Targets {
+			if p.Only(t.Cluster) {
+				kept = append(kept, t)
+			}
+		}
+		result.Targets = kept
 	}
 	revs, rollout, recheck := Decide(in, owned, result, now)
 	out.Decided, out.Rollout, out.Recheck = true, rollout, recheck

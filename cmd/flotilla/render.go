@@ -23,9 +23,27 @@ func (e *exitError) Unwrap() error { return e.err }
 // offlineRun loads dir and runs every cluster through git: the one flow behind render, render
 // --dry-run and diff. A load error is returned as is: nothing ran.
 func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]offline.Result, *offline.Preview, error) {
-	f, err := offline.Load(dir)
+	load := offline.Load
+	if flags.live {
+		load = offline.LoadChanges // references are checked once laid over the live fleet
+	}
+	f, err := load(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if flags.live {
+		// The management cluster's fleet, with the files' objects in place of its own.
+		c, ns, err := kubeClient(flags.kubeconfig, flags.namespace)
+		if err != nil {
+			return nil, nil, err
+		}
+		base, err := offline.FromAPI(cmd.Context(), c, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f, err = f.Over(base); err != nil {
+			return nil, nil, err
+		}
 	}
 	if f.Approvals, err = parseApprovals(f, flags.approvals); err != nil {
 		return nil, nil, err
@@ -118,10 +136,13 @@ func diffCmd() *cobra.Command {
 	var dir string
 	var flags runFlags
 	cmd := &cobra.Command{
-		Use:   "diff -f DIR",
+		Use:   "diff -f DIR [--live [--kubeconfig FILE] [-n NS]]",
 		Short: "Show what render would write to each repository, as a unified diff, pushing nothing",
 		Long: `diff runs render on the objects under DIR without pushing, and prints a unified diff of every
 package it would write: each cluster's deployed-packages (its sync objects) and each variant.
+With --live it reads the fleet of a namespace of the management cluster (the kubeconfig's, or
+--kubeconfig and -n) and puts the objects under DIR in place of its own: the diff of a change
+before it is applied.
 Exit status, as kubectl diff: 0 when nothing would change, 1 when something would, 2 on an error
 (invalid input, a cluster that cannot be rendered, an unreachable repository).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -145,6 +166,9 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "filename", "f", "", "directory (or file) with the objects")
+	cmd.Flags().BoolVar(&flags.live, "live", false, "read the fleet from the management cluster, the files being the changes")
+	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster, with --live")
+	cmd.Flags().StringVarP(&flags.namespace, "namespace", "n", "", "namespace of the fleet, with --live (default: the kubeconfig's)")
 	flags.add(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -152,7 +176,9 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 
 // runFlags are the flags render and diff share.
 type runFlags struct {
-	approvals, clusters []string
+	approvals, clusters   []string
+	live                  bool
+	kubeconfig, namespace string
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {

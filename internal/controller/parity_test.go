@@ -182,3 +182,38 @@ func treeDiff(t *testing.T, a, b, rev string) string {
 	out, _ := exec.Command("git", "-C", a, "diff", rev, "refs/parity/other").CombinedOutput()
 	return string(out)
 }
+
+// diff --live: the fleet of a namespace read from the API server, with a changed deployment given
+// as a file, shows the change to deployed-packages and pushes nothing.
+func TestDiffAgainstTheLiveFleet(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	f.deployment("edge01-nginx", "nginx-hello", "v1")
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	tags, head := gittest.Tags(t, f.edge), gittest.Branches(t, f.edge)["main"]
+
+	base, err := offline.FromAPI(f.ctx, env.Client, f.ns)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	change := "apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeployment\nmetadata: {name: edge01-nginx, namespace: " + f.ns + "}\n" +
+		"spec: {cluster: {name: edge01}, package: {repository: {name: catalog}, name: nginx-hello, revision: v2}}\n"
+	f.g.Expect(os.WriteFile(filepath.Join(dir, "change.yaml"), []byte(change), 0o644)).To(Succeed())
+	files, err := offline.LoadChanges(dir)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	fl, err := files.Over(base)
+	f.g.Expect(err).NotTo(HaveOccurred())
+
+	preview := offline.NewPreview(pkgrepo.NewStore(t.TempDir()))
+	results := offline.Run(context.Background(), preview, fl)
+	f.g.Expect(offline.Failed(results)).To(BeZero())
+	var diff strings.Builder
+	f.g.Expect(offline.WriteDiff(&diff, preview.Changes())).To(Succeed())
+	f.g.Expect(diff.String()).To(SatisfyAll(
+		ContainSubstring("-    flotilla.dev/pinned-tag: nginx-hello/v1"),
+		ContainSubstring("+    flotilla.dev/pinned-tag: nginx-hello/v2"),
+		MatchRegexp(`\(deployed-packages/v[0-9]+\)`)))
+	f.g.Expect(gittest.Tags(t, f.edge)).To(Equal(tags), "nothing is pushed")
+	f.g.Expect(gittest.Branches(t, f.edge)["main"]).To(Equal(head))
+}

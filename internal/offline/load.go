@@ -59,6 +59,16 @@ type Fleet struct {
 // two objects of one kind, namespace and name are errors naming the file and document. Objects of
 // other kinds are kept for objects generators; an object without a namespace goes to "default".
 func Load(dir string) (*Fleet, error) {
+	f, err := LoadChanges(dir)
+	if err != nil {
+		return nil, err
+	}
+	return f, f.validate()
+}
+
+// LoadChanges reads the files as Load does, but leaves references to objects that are not in them
+// unchecked: they are changes to lay over a live fleet (see Over, which checks the result).
+func LoadChanges(dir string) (*Fleet, error) {
 	validator, err := crdvalidate.New()
 	if err != nil {
 		return nil, fmt.Errorf("flotilla's CRDs: %w", err)
@@ -86,7 +96,7 @@ func Load(dir string) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, f.validate()
+	return f, nil
 }
 
 func newFleet() *Fleet {

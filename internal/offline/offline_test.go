@@ -554,17 +554,22 @@ func TestRowsAndWrote(t *testing.T) {
 		{Cluster: "fleet/edge01", Outcome: fleet.Outcome{Wrote: true, Published: &v1alpha1.DeployedPackagesStatus{Tag: "deployed-packages/v2", Commit: strings.Repeat("a", 40)},
 			Changes: []render.Change{{Deployment: "edge01-upf", Op: "+", To: "upf/v1"}}}},
 		{Cluster: "fleet/edge02", Err: errors.New("boom")},
+		{Cluster: "fleet/edge03", Suspended: true},
 	}
 	got := Rows(results, true)
 	want := []Row{
 		{Cluster: "fleet/edge01", Action: "would publish", Revision: "deployed-packages/v2", Commit: strings.Repeat("a", 12), Changes: "+edge01-upf upf/v1"},
 		{Cluster: "fleet/edge02", Action: "error", Revision: "-", Commit: "-", Changes: "boom"},
+		{Cluster: "fleet/edge03", Action: "suspended", Revision: "-", Commit: "-", Changes: "spec.suspend is true: nothing is published"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Rows (-want +got):\n%s", diff)
 	}
 	if n := Wrote(results); n != 1 {
 		t.Errorf("Wrote = %d, want 1", n)
+	}
+	if n := Failed(results); n != 1 {
+		t.Errorf("Failed = %d, want 1: a suspended cluster is no failure", n)
 	}
 }
 

@@ -31,7 +31,11 @@ type Result struct {
 	Outcome fleet.Outcome
 	// Err says why nothing was published for the cluster.
 	Err error
+	// Suspended is true when the cluster's spec.suspend kept it from publishing.
+	Suspended bool
 }
+
+var errSuspended = errors.New("suspended")
 
 // Run publishes (or, for Manual clusters, proposes) every cluster's deployed-packages, in name
 // order. A cluster with any deployment that cannot be resolved publishes nothing, so a bad
@@ -55,7 +59,11 @@ func Run(ctx context.Context, git Git, f *Fleet) []Result {
 	for i, key := range keys {
 		c := f.Clusters[key]
 		out, err := publishCluster(ctx, git, f, c)
-		results = append(results, Result{Cluster: key, Outcome: out, Err: err})
+		r := Result{Cluster: key, Outcome: out, Err: err}
+		if errors.Is(err, errSuspended) {
+			r.Err, r.Suspended = nil, true
+		}
+		results = append(results, r)
 		if f.Progress != nil {
 			f.Progress(i+1, len(keys))
 		}
@@ -65,7 +73,8 @@ func Run(ctx context.Context, git Git, f *Fleet) []Result {
 
 func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.WorkloadCluster) (fleet.Outcome, error) {
 	if c.Spec.Suspend {
-		return fleet.Outcome{}, fmt.Errorf("suspended")
+		// As the controller: nothing is published for it, and that is no error.
+		return fleet.Outcome{}, errSuspended
 	}
 	repo := f.Repositories[c.Namespace+"/"+c.Spec.Repository.Name]
 	remote, err := f.remote(repo)
@@ -253,6 +262,8 @@ func row(r Result) (action, rev, commit, changes string) {
 	switch {
 	case r.Err != nil:
 		return "error", "-", "-", strings.ReplaceAll(r.Err.Error(), "\n", " ")
+	case r.Suspended:
+		return "suspended", "-", "-", "spec.suspend is true: nothing is published"
 	case o.Proposal != nil:
 		action, rev, commit = "proposed", o.Proposal.Branch, short(o.Proposal.Commit)
 	case o.Published != nil:

@@ -12,7 +12,7 @@ import (
 )
 
 func bootstrapCmd() *cobra.Command {
-	var kubeconfig, namespace, dir, targetKubeconfig, objNamespace string
+	var kubeconfig, namespace, dir, targetKubeconfig, objNamespace, output string
 	var apply bool
 	cmd := &cobra.Command{
 		Use:   "bootstrap CLUSTER",
@@ -25,6 +25,9 @@ from the YAML files under -f DIR. With --apply the objects are server-side appli
 of --target-kubeconfig (default: the current kubeconfig).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cluster, repo, err := loadCluster(cmd, dir, kubeconfig, namespace, args[0])
 			if err != nil {
 				return err
@@ -34,6 +37,13 @@ of --target-kubeconfig (default: the current kubeconfig).`,
 				return err
 			}
 			if !apply {
+				if output == "json" {
+					list, err := yamlDocsToList(objs)
+					if err != nil {
+						return err
+					}
+					return writeStructured(cmd.OutOrStdout(), output, list)
+				}
 				_, err := cmd.OutOrStdout().Write(objs)
 				return err
 			}
@@ -55,6 +65,7 @@ of --target-kubeconfig (default: the current kubeconfig).`,
 	f.BoolVar(&apply, "apply", false, "server-side apply the objects instead of printing them")
 	f.StringVar(&targetKubeconfig, "target-kubeconfig", "", "kubeconfig of the workload cluster for --apply (default: the current one)")
 	f.StringVar(&objNamespace, "sync-namespace", "", "namespace of the root sync objects (default: the engine's)")
+	f.StringVarP(&output, "output", "o", "", "yaml (default) or json (a v1 List) for the printed objects")
 	return cmd
 }
 

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,5 +54,27 @@ func progress(w io.Writer, what string) func(done, total int) {
 		}
 		last = now
 		fmt.Fprintf(w, "%s: %d of %d clusters (%s)\n", what, done, total, now.Sub(start).Round(time.Second))
+	}
+}
+
+// yamlDocsToList is a YAML stream of objects as a v1 List.
+func yamlDocsToList(b []byte) (map[string]any, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	items := []any{}
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return nil, err
+		}
+		if len(obj) > 0 {
+			items = append(items, obj)
+		}
 	}
 }

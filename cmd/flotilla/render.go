@@ -133,7 +133,7 @@ would do (flotilla diff shows the content).`,
 }
 
 func diffCmd() *cobra.Command {
-	var dir string
+	var dir, output string
 	var flags runFlags
 	cmd := &cobra.Command{
 		Use:   "diff -f DIR [--live [--kubeconfig FILE] [-n NS]]",
@@ -146,12 +146,23 @@ before it is applied.
 Exit status, as kubectl diff: 0 when nothing would change, 1 when something would, 2 on an error
 (invalid input, a cluster that cannot be rendered, an unreachable repository).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			results, preview, err := offlineRun(cmd, dir, true, flags)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			changes := preview.Changes()
-			if err := offline.WriteDiff(cmd.OutOrStdout(), changes); err != nil {
+			if output == "yaml" || output == "json" {
+				diffs, err := offline.Diffs(changes)
+				if err == nil {
+					err = writeStructured(cmd.OutOrStdout(), output, diffs)
+				}
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			} else if err := offline.WriteDiff(cmd.OutOrStdout(), changes); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			if n := offline.Failed(results); n > 0 {
@@ -169,6 +180,7 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 	cmd.Flags().BoolVar(&flags.live, "live", false, "read the fleet from the management cluster, the files being the changes")
 	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster, with --live")
 	cmd.Flags().StringVarP(&flags.namespace, "namespace", "n", "", "namespace of the fleet, with --live (default: the kubeconfig's)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "the unified diff (default), or yaml or json: one entry per file")
 	flags.add(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd

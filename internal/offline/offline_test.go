@@ -482,6 +482,13 @@ spec:
 		}
 	}
 	predicted := table(t, results)
+	diffs, err := Diffs(preview.Changes())
+	if err != nil || len(diffs) < 3 {
+		t.Fatalf("Diffs = %d entries, %v", len(diffs), err)
+	}
+	if d := diffs[0]; d.Repository == "" || d.Package == "" || d.File == "" || !strings.HasPrefix(d.Diff, "---") {
+		t.Errorf("first entry %+v", d)
+	}
 
 	// The real run makes what the preview said (commits aside: they carry their time and parent).
 	commits := regexp.MustCompile(`\b[0-9a-f]{12}\b`)

@@ -134,8 +134,18 @@ func (p *Preview) Changes() []Change {
 	return slices.Clone(p.changes)
 }
 
-// WriteDiff writes a unified diff of every change, file by file.
-func WriteDiff(w io.Writer, changes []Change) error {
+// FileDiff is the unified diff of one file of a change.
+type FileDiff struct {
+	Repository string `json:"repository"`
+	Package    string `json:"package"`
+	Revision   string `json:"revision"`
+	File       string `json:"file"`
+	Diff       string `json:"diff"`
+}
+
+// Diffs are the changes file by file, each as a unified diff.
+func Diffs(changes []Change) ([]FileDiff, error) {
+	var out []FileDiff
 	for _, c := range changes {
 		names := map[string]bool{}
 		for n := range c.Before {
@@ -150,7 +160,6 @@ func WriteDiff(w io.Writer, changes []Change) error {
 				continue
 			}
 			from, to := "a/"+c.Package+"/"+n, "b/"+c.Package+"/"+n
-			a, b := lines(before), lines(after)
 			if _, ok := c.Before[n]; !ok {
 				from = "/dev/null"
 			}
@@ -158,15 +167,27 @@ func WriteDiff(w io.Writer, changes []Change) error {
 				to = "/dev/null"
 			}
 			text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-				A: a, B: b,
+				A: lines(before), B: lines(after),
 				FromFile: from, ToFile: to, Context: 3,
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if _, err := fmt.Fprintf(w, "# %s %s (%s)\n%s", c.Repository, c.Package, c.Revision, ensureNewline(text)); err != nil {
-				return err
-			}
+			out = append(out, FileDiff{Repository: c.Repository, Package: c.Package, Revision: c.Revision, File: n, Diff: ensureNewline(text)})
+		}
+	}
+	return out, nil
+}
+
+// WriteDiff writes a unified diff of every change, file by file.
+func WriteDiff(w io.Writer, changes []Change) error {
+	diffs, err := Diffs(changes)
+	if err != nil {
+		return err
+	}
+	for _, d := range diffs {
+		if _, err := fmt.Fprintf(w, "# %s %s (%s)\n%s", d.Repository, d.Package, d.Revision, d.Diff); err != nil {
+			return err
 		}
 	}
 	return nil

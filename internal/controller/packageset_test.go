@@ -211,9 +211,9 @@ func TestPackageSetsPublishOnceForTheirCluster(t *testing.T) {
 	g.Expect(revisionOf("crds-edge01")()).To(Equal(2))
 }
 
-// A set deleted right after it was created still applies its deletion policy: its finalizer is
-// written before any deployment exists, so no deployment is left owned by a set that is gone (the
-// garbage collector would delete it, whatever Orphan says).
+// A set deleted right after the controller saw it still applies its deletion policy: its finalizer
+// is written before any deployment exists, so no deployment is left owned by a set that is gone
+// (the garbage collector would delete it, whatever Orphan says).
 func TestPackageSetDeletedAtOnce(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
@@ -222,7 +222,14 @@ func TestPackageSetDeletedAtOnce(t *testing.T) {
 	for i := range 5 {
 		set := f.packageSet(fmt.Sprintf("quick%d", i), v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{}}},
 			func(s *v1alpha1.PackageSet) { s.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan })
-		time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+		// Deleted as soon as the controller has seen it (its finalizer is on), while it may still
+		// be creating its deployments. (Deleted before that, the API server may delete it while the
+		// finalizer is being added: see the closing note of session 4.)
+		f.g.Eventually(func(g Gomega) []string {
+			g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+			return set.Finalizers
+		}, "10s", "5ms").Should(ContainElement(v1alpha1.FinalizerPackageSet))
+		time.Sleep(time.Duration(i) * 20 * time.Millisecond)
 		f.g.Expect(env.Client.Delete(f.ctx, set)).To(Succeed())
 		f.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(f.ctx, client.ObjectKeyFromObject(set), set)) }, "30s").Should(BeTrue())
 	}

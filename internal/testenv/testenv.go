@@ -73,6 +73,9 @@ func Start() (*Env, error) {
 			filepath.Join(SharedCRDs(), "flux"),
 		},
 		ErrorIfCRDPathMissing: true,
+		// envtest waits 10 s for the CRDs to be served by default: too short on 2 cores while
+		// other test binaries start their own API servers (make test runs packages in parallel).
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -90,13 +90,14 @@ func TestRenderMatchesTheController(t *testing.T) {
 		"upf/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  region: none # kpt-set: ${region}\n  tier: none # kpt-set: ${tier}\n",
 		"upf/site.yaml": "apiVersion: flotilla.dev/v1alpha1\nkind: WorkloadCluster\nmetadata:\n  name: site\n  annotations:\n    kpt.dev/config-injection: required\nspec:\n  repository: {name: none}\n",
 	}, "upf/v1")
-	// The second server starts as an exact copy: same commits, same tags.
+	// The second server starts with an exact copy of the catalog: same commits, same tags.
+	// The cluster repositories start empty on both.
 	other := gittest.NewServer(t)
 	for _, r := range []string{"catalog", "edge01", "edge02"} {
 		other.CreateRepo(t, r)
-		if out, err := exec.Command("git", "-C", f.git.Dir(r), "push", "-q", "--mirror", other.Dir(r)).CombinedOutput(); err != nil && r == "catalog" {
-			t.Fatalf("mirror %s: %v\n%s", r, err, out)
-		}
+	}
+	if out, err := exec.Command("git", "-C", f.catalog, "push", "-q", "--mirror", other.Dir("catalog")).CombinedOutput(); err != nil {
+		t.Fatalf("mirror the catalog: %v\n%s", err, out)
 	}
 	fleetFor := func(url string) string {
 		return strings.NewReplacer("@NS@", f.ns, "@SERVER@", url).Replace(parityFleet)

@@ -439,25 +439,7 @@ func TestRunEmptyGeneratorAndSuspend(t *testing.T) {
 // A run through a Preview pushes nothing, lists each package it would write with a unified diff
 // (variants and deployed-packages), and predicts the revisions the real run then makes.
 func TestPreviewPushesNothingAndPredicts(t *testing.T) {
-	srv := fleetServer(t)
-	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
-		"upf/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
-		"upf/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  tier: none # kpt-set: ${tier}\n",
-	}, "upf/v1")
-	dir := t.TempDir()
-	writeFleet(t, dir, srv.URL, `---
-apiVersion: flotilla.dev/v1alpha1
-kind: PackageSet
-metadata: {name: upf, namespace: fleet}
-spec:
-  package: {repository: {name: catalog}, name: upf, revision: v1}
-  targets: {list: [{cluster: edge01}]}
-  variant: {values: {inline: {tier: gold}}}
-`)
-	f, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, f := upfFleet(t, "{list: [{cluster: edge01}]}")
 	ctx := context.Background()
 	store := pkgrepo.NewStore(t.TempDir())
 	store.RefreshInterval = 1
@@ -582,25 +564,7 @@ func TestRowsAndWrote(t *testing.T) {
 
 // Only limits a run: the other clusters publish nothing and get no variant.
 func TestRunOnlySomeClusters(t *testing.T) {
-	srv := fleetServer(t)
-	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
-		"upf/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
-		"upf/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: upf}\ndata: {tier: none}\n",
-	}, "upf/v1")
-	dir := t.TempDir()
-	writeFleet(t, dir, srv.URL, `---
-apiVersion: flotilla.dev/v1alpha1
-kind: PackageSet
-metadata: {name: upf, namespace: fleet}
-spec:
-  package: {repository: {name: catalog}, name: upf, revision: v1}
-  targets: {clusters: {selector: {}}}
-  variant: {values: {inline: {tier: gold}}}
-`)
-	f, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, f := upfFleet(t, "{clusters: {selector: {}}}")
 	f.Only = map[string]bool{"fleet/edge02": true}
 	results := Run(context.Background(), pkgrepo.NewStore(t.TempDir()), f)
 	if got := table(t, results); len(results) != 1 || results[0].Cluster != "fleet/edge02" || Failed(results) != 0 {
@@ -612,4 +576,30 @@ spec:
 	if tags := gittest.Tags(t, srv.Dir("edge02")); tags["upf/v1"] == "" || tags["deployed-packages/v1"] == "" {
 		t.Errorf("edge02 tags %v", tags)
 	}
+}
+
+// upfFleet is writeFleet's fleet on fleetServer with a PackageSet of the blueprint upf/v1 (a
+// ConfigMap with a tier setter), a variant with tier gold, over targets.
+func upfFleet(t *testing.T, targets string) (*gittest.Server, *Fleet) {
+	t.Helper()
+	srv := fleetServer(t)
+	gittest.Commit(t, srv.Dir("catalog"), "upf", map[string]string{
+		"upf/Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n",
+		"upf/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upf\ndata:\n  tier: none # kpt-set: ${tier}\n",
+	}, "upf/v1")
+	dir := t.TempDir()
+	writeFleet(t, dir, srv.URL, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: PackageSet
+metadata: {name: upf, namespace: fleet}
+spec:
+  package: {repository: {name: catalog}, name: upf, revision: v1}
+  targets: `+targets+`
+  variant: {values: {inline: {tier: gold}}}
+`)
+	f, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, f
 }

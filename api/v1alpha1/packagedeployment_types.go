@@ -79,6 +79,26 @@ type PackageDeploymentStatus struct {
 	// revisions that change other deployments keep carrying it).
 	// +optional
 	DeployedPackagesRevision int `json:"deployedPackagesRevision,omitempty"`
+	// Drain is the progress of an EmptyFirst undeploy (spec.sync.deletion of the cluster).
+	// +optional
+	Drain *DrainStatus `json:"drain,omitempty"`
+}
+
+// DrainStatus is the progress of an EmptyFirst undeploy: the sync object points at the empty
+// package until its agent reports that nothing it applied is left.
+type DrainStatus struct {
+	// StartedAt is when flotilla first saw the deployment deleted and began draining it.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Tag is the empty package revision the sync object points at while it drains.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// Commit is the commit of Tag, the commit the agent must report synced.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// Drained is true once the agent reported the empty revision synced with nothing left applied:
+	// the sync object is then removed from deployed-packages.
+	// +optional
+	Drained bool `json:"drained,omitempty"`
 }
 
 // ResolvedRevision is one published package revision.

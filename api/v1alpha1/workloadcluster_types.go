@@ -26,6 +26,7 @@ const (
 )
 
 // WorkloadClusterSpec says where a cluster's deployed-packages lives and how the cluster syncs it.
+// +kubebuilder:validation:XValidation:rule="!has(self.sync) || !has(self.sync.deletion) || self.sync.deletion != 'EmptyFirst' || has(self.kubeConfigSecretRef)",message="spec.sync.deletion EmptyFirst needs spec.kubeConfigSecretRef: flotilla reads from the workload cluster when its agent has pruned a package, and only then removes the sync object"
 type WorkloadClusterSpec struct {
 	// Repository is the cluster's deployment repository: it holds deployed-packages (and variants).
 	Repository LocalObjectReference `json:"repository"`
@@ -92,6 +93,25 @@ type ClusterSync struct {
 	// +optional
 	PinBy PinBy `json:"pinBy,omitempty"`
 
+	// Deletion is how undeploying a package (deletionPolicy Delete) removes its workload:
+	// Propagation removes the sync object at once and relies on the agent propagating the
+	// deletion; EmptyFirst, for agents that do not (Config Sync before 1.16, a root object that does
+	// not prune), first points the sync object at an empty package (flotilla-empty/v1 in the
+	// cluster's repository), waits until the agent reports it synced with nothing left applied,
+	// and only then removes it. EmptyFirst needs kubeConfigSecretRef to watch the prune.
+	// +kubebuilder:validation:Enum=Propagation;EmptyFirst
+	// +kubebuilder:default=Propagation
+	// +optional
+	Deletion DeletionMode `json:"deletion,omitempty"`
+
+	// DrainTimeout is how long an EmptyFirst undeploy waits for the agent to prune before the
+	// deployment reports DrainTimedOut (Stalled). It keeps waiting after that: removing the sync
+	// object early would leave the workload running with nothing managing it.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.sync.drainTimeout must be a positive duration such as 10m"
+	// +kubebuilder:default="10m"
+	// +optional
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+
 	// Git is how the cluster's agent authenticates to git (Config Sync's auth).
 	// +optional
 	Git ClusterGitAuth `json:"git,omitempty"`
@@ -104,6 +124,19 @@ type ClusterSync struct {
 	// +optional
 	Flux *FluxSync `json:"flux,omitempty"`
 }
+
+// DeletionMode is how undeploying a package removes its workload from the cluster.
+type DeletionMode string
+
+// Deletion modes.
+const (
+	// DeletionPropagation removes the sync object and relies on the agent to delete what it
+	// applied (Config Sync's deletion-propagation annotation, Flux's prune, Argo CD's finalizer).
+	DeletionPropagation DeletionMode = "Propagation"
+	// DeletionEmptyFirst first points the sync object at an empty package, waits until the agent
+	// reports it pruned everything, and only then removes the sync object.
+	DeletionEmptyFirst DeletionMode = "EmptyFirst"
+)
 
 // ClusterGitAuth is the git authentication the cluster's agent uses.
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !(self.auth in ['ssh', 'cookiefile', 'token', 'githubapp']) || has(self.secretRef)",message="auth ssh, cookiefile, token and githubapp need secretRef naming the Secret with the credentials"

@@ -75,8 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if !pd.DeletionTimestamp.IsZero() {
-		reconcileDelete(pd, cluster)
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, pd, cluster)
 	}
 	controllerutil.AddFinalizer(pd, v1alpha1.FinalizerPackageDeployment)
 	if cluster == nil {
@@ -280,13 +279,18 @@ func (r *Reconciler) resolve(ctx context.Context, pd *v1alpha1.PackageDeployment
 var errRepositoryNotFound = errors.New("repository not found")
 
 // reconcileDelete releases the finalizer once no published deployed-packages revision carries
-// the deployment (or it never was, or its cluster is gone).
-func reconcileDelete(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) {
-	if cluster != nil && publishedTag(cluster, pd.Name) != "" {
-		setUndeploying(pd, cluster)
-		return
+// the deployment (or it never was, or its cluster is gone). A deployment that drains first
+// (EmptyFirst) is held until its agent has pruned, and then until the revision without it is out.
+func (r *Reconciler) reconcileDelete(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) (ctrl.Result, error) {
+	if cluster == nil || publishedTag(cluster, pd.Name) == "" {
+		controllerutil.RemoveFinalizer(pd, v1alpha1.FinalizerPackageDeployment)
+		return ctrl.Result{}, nil
 	}
-	controllerutil.RemoveFinalizer(pd, v1alpha1.FinalizerPackageDeployment)
+	if !fleet.MustDrain(cluster, pd, cluster.Status.DeployedPackages) {
+		setUndeploying(pd, cluster)
+		return ctrl.Result{}, nil
+	}
+	return r.drain(ctx, pd, cluster)
 }
 
 func publishedTag(cluster *v1alpha1.WorkloadCluster, deployment string) string {

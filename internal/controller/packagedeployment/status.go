@@ -104,6 +104,36 @@ func setUndeploying(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCl
 		fmt.Sprintf("waiting for a deployed-packages revision of cluster %s without this deployment", cluster.Name))
 }
 
+// Reasons of a drain (EmptyFirst undeploy).
+const (
+	reasonDraining      = "Draining"
+	reasonDrainTimedOut = "DrainTimedOut"
+)
+
+// setDraining reports a drain in progress, from what the agent reports (h): Draining, and Stalled
+// with DrainTimedOut once it takes longer than the cluster's drainTimeout. It keeps draining
+// either way.
+func setDraining(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster, h health.Result) {
+	age, timeout := drainAge(pd), fleet.DrainTimeout(cluster)
+	// No age in the message: it would change on every read-back (status.drain.startedAt has it).
+	msg := fmt.Sprintf("draining: the sync object points at the empty package until the agent of cluster %s has pruned what it applied (%s): %s",
+		cluster.Name, h.Reason, h.Message)
+	if age < timeout {
+		conditions.Progressing(&pd.Status.Conditions, pd.Generation, reasonDraining, msg)
+		return
+	}
+	conditions.Stalled(&pd.Status.Conditions, pd.Generation, reasonDrainTimedOut, fmt.Sprintf(
+		"%s. This is longer than spec.sync.drainTimeout (%s) of the cluster; the sync object stays until the agent has pruned, since removing it now "+
+			"would leave the workload running with nothing managing it: fix the agent, or set spec.deletionPolicy Orphan to remove the sync object and leave what is left running",
+		msg, timeout))
+}
+
+// setDrained reports a drain the agent finished: the revision without the sync object comes next.
+func setDrained(pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster, h health.Result) {
+	conditions.Progressing(&pd.Status.Conditions, pd.Generation, "Drained", fmt.Sprintf(
+		"%s; waiting for a deployed-packages revision of cluster %s without the sync object", h.Message, cluster.Name))
+}
+
 const reasonWaitingForDependency = "WaitingForDependency"
 
 // setWaitingForDependency reports a deployment the cluster holds back (fleet.Hold) until dep, which

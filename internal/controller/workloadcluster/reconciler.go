@@ -130,7 +130,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pins, err := r.pins(ctx, cluster, repos, published)
 	if err != nil {
-		return ctrl.Result{}, err
+		setFailed(cluster, err)
+		return ctrl.Result{}, ignoreUserError(err)
 	}
 	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
@@ -240,9 +241,13 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		return nil, fmt.Errorf("list deployments of %s: %w", cluster.Name, err)
 	}
 	var pins []render.Pin
+	var draining []*v1alpha1.PackageDeployment
 	for i := range list.Items {
 		pd := &list.Items[i]
 		if !pd.DeletionTimestamp.IsZero() {
+			if fleet.MustDrain(cluster, pd, published) {
+				draining = append(draining, pd)
+			}
 			continue
 		}
 		resolved := pd.Status.Resolved
@@ -259,6 +264,33 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 			return nil, err
 		}
 		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: *resolved})
+	}
+	if len(draining) == 0 {
+		return pins, nil
+	}
+	drains, err := r.drainPins(ctx, cluster, repos, draining)
+	return append(pins, drains...), err
+}
+
+// drainPins keeps the sync objects of deleted deployments that drain first (EmptyFirst) in
+// deployed-packages, pointed at the cluster repository's empty package until their agent has
+// pruned (the PackageDeployment reconciler watches that and records it in status.drain).
+func (r *Reconciler) drainPins(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repos *repositories, draining []*v1alpha1.PackageDeployment) ([]render.Pin, error) {
+	repo, err := repos.get(ctx, cluster.Spec.Repository.Name)
+	if err != nil {
+		return nil, err
+	}
+	remote, err := repos.remote(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	empty, err := fleet.EnsureEmptyPackage(ctx, r.Git, remote, repo)
+	if err != nil {
+		return nil, err
+	}
+	pins := make([]render.Pin, 0, len(draining))
+	for _, pd := range draining {
+		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: empty})
 	}
 	return pins, nil
 }

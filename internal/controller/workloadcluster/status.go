@@ -67,17 +67,22 @@ func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
 // reports every published pin applied.
 func setHealthy(c *v1alpha1.WorkloadCluster, pins []render.Pin) {
 	var waiting []string
+	live := pins[:0:0]
 	for _, p := range pins {
+		if p.Deployment.DeletionTimestamp != nil {
+			continue // undeploying: its health is the deployment's own drain
+		}
+		live = append(live, p)
 		if !meta.IsStatusConditionTrue(p.Deployment.Status.Conditions, v1alpha1.ConditionSynced) {
 			waiting = append(waiting, p.Deployment.Name)
 		}
 	}
 	if len(waiting) == 0 {
-		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionHealthy, true, "Synced", fmt.Sprintf("all %d deployments synced", len(pins)))
+		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionHealthy, true, "Synced", fmt.Sprintf("all %d deployments synced", len(live)))
 		return
 	}
 	sort.Strings(waiting)
-	msg := fmt.Sprintf("%d of %d deployments not synced: %s", len(waiting), len(pins), strings.Join(first(waiting, 5), ", "))
+	msg := fmt.Sprintf("%d of %d deployments not synced: %s", len(waiting), len(live), strings.Join(first(waiting, 5), ", "))
 	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionHealthy, false, "NotSynced", msg)
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -182,4 +183,58 @@ func TestMovedTagIsNotFollowed(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring(moved))
 	}, waitLong, time.Second).Should(Succeed())
 	s.g.Consistently(s.workload, 15*time.Second, time.Second).Should(Equal("1"), "Flux keeps the pinned commit of a moved tag")
+}
+
+// Undeploy on an agent that does not propagate deletion: the root object that applies
+// deployed-packages does not prune (flotilla's own root is suspended and a root with prune
+// disabled applies deployed-packages instead), so removing the deployment's Kustomization would
+// leave the workload running. With spec.sync.deletion EmptyFirst the Kustomization is first
+// pointed at the empty package, kustomize-controller prunes the workload, and only then does the
+// Kustomization leave deployed-packages (and stays in the cluster, orphaned by the root, empty).
+func TestEmptyFirstPrunesWithoutPropagation(t *testing.T) {
+	s := newStory(t, func(c *v1alpha1.WorkloadCluster) {
+		c.Spec.Sync.Deletion = v1alpha1.DeletionEmptyFirst
+		c.Spec.Sync.DrainTimeout = &metav1.Duration{Duration: 5 * time.Minute}
+	})
+	root := &unstructured.Unstructured{}
+	root.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	root.SetKind("Kustomization")
+	root.SetNamespace(s.ns)
+	root.SetName("flotilla-deployed-packages")
+	s.g.Expect(workload.Client.Patch(s.ctx, root, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)), client.FieldOwner("e2e"))).To(Succeed())
+	noPrune := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+		"kind":       "Kustomization",
+		"metadata":   map[string]any{"name": "root-without-prune", "namespace": s.ns},
+		"spec": map[string]any{
+			"interval":  "2s",
+			"path":      "./deployed-packages",
+			"prune":     false,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "flotilla-deployed-packages"},
+		},
+	}}
+	s.g.Expect(workload.Client.Create(s.ctx, noPrune)).To(Succeed())
+
+	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"))
+	s.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.SyncObject).NotTo(BeNil())
+	}, waitLong).Should(Succeed())
+	syncName := pd.Status.SyncObject.Name
+
+	s.g.Expect(env.Client.Delete(s.ctx, pd)).To(Succeed())
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(BeEmpty(), "the Kustomization pointed at the empty package prunes the workload")
+	s.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)) }, waitLong).Should(BeTrue(),
+		"the deployment is released once the agent reported the prune")
+	cluster := &v1alpha1.WorkloadCluster{}
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "edge01"}, cluster)).To(Succeed())
+	s.g.Expect(cluster.Status.DeployedPackages.Packages).To(BeEmpty())
+	s.g.Expect(s.fluxObject("Kustomization", syncName)).To(BeTrue(), "the root does not prune: the Kustomization stays in the cluster, only EmptyFirst removed the workload")
+	child := &unstructured.Unstructured{}
+	child.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	child.SetKind("Kustomization")
+	s.g.Expect(workload.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: syncName}, child)).To(Succeed())
+	path, _, _ := unstructured.NestedString(child.Object, "spec", "path")
+	s.g.Expect(path).To(Equal("./flotilla-empty"))
 }

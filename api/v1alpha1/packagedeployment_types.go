@@ -111,8 +111,14 @@ type ResolvedRevision struct {
 	Tag string `json:"tag"`
 	// Commit is the tagged commit.
 	Commit string `json:"commit"`
-	// Directory is the package directory in the repository, with a leading '/'.
+	// Directory is the package directory in the repository, with a leading '/' ("/", the
+	// artifact's root, for an OCI package).
 	Directory string `json:"directory"`
+	// Image is the OCI artifact of an OCI package (a Repository with spec.oci), REGISTRY/REPO/PKG:
+	// Tag is then PKG:vN and Commit the artifact's manifest digest (sha256:...), which every sync
+	// object pins.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // SyncObjectReference names the sync object in the workload cluster.

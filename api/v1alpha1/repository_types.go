@@ -4,10 +4,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RepositorySpec says where a git repository is and how to reach it.
+// RepositorySpec says where a repository of packages is and how to reach it: a git repository, or
+// an OCI repository whose artifacts are package revisions.
+// +kubebuilder:validation:XValidation:rule="has(self.git) != has(self.oci)",message="set exactly one of spec.git (a git repository) and spec.oci (an OCI repository of package artifacts)"
 type RepositorySpec struct {
 	// Git is the repository's location and credentials.
-	Git GitRepository `json:"git"`
+	// +optional
+	Git *GitRepository `json:"git,omitempty"`
+
+	// OCI is an OCI repository (a registry path) whose artifacts are package revisions: package
+	// PKG, revision vN is the artifact URL/PKG:vN, which flotilla pins by digest. It holds
+	// packages only: a WorkloadCluster's repository (deployed-packages) is always git.
+	// +optional
+	OCI *OCIRepository `json:"oci,omitempty"`
 
 	// Interval is how often flotilla polls the repository for new branches and tags.
 	// +kubebuilder:default="1m"
@@ -60,6 +69,27 @@ type GitRepository struct {
 	// either http form.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// OCIRepository is the OCI side of a Repository.
+type OCIRepository struct {
+	// URL is the registry host and repository path the packages are under, without a scheme or
+	// with oci://: registry.example.com/catalog makes package upf the artifact
+	// registry.example.com/catalog/upf. No tag, digest or credentials.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(oci://)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')",message="url must be a registry host and repository path such as registry.example.com/catalog (optionally oci://...), with no tag, digest, credentials or trailing '/'"
+	URL string `json:"url"`
+
+	// SecretRef names a Secret in the same namespace with the registry credentials flotilla uses:
+	// `username` and `password` (a password or a token), and optionally `ca.crt` (PEM) for a
+	// registry whose certificate a private CA signed. The clusters' agents use their own.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Insecure lets flotilla and the agents reach the registry over plain HTTP.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // RepositoryStatus is what flotilla last saw of the repository.

@@ -40,7 +40,7 @@ const ns = "validation"
 func repo(mutate func(*v1alpha1.Repository)) client.Object {
 	r := &v1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "repo-", Namespace: ns},
-		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: "https://git.example/catalog.git"}},
+		Spec:       v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://git.example/catalog.git"}},
 	}
 	mutate(r)
 	return r
@@ -108,6 +108,18 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{"repository interval too short", repo(func(r *v1alpha1.Repository) { r.Spec.Interval = &metav1.Duration{Duration: 1e9} }), "interval must be at least 5s"},
 		{"repository secretRef without name", repo(func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{} }), "spec.git.secretRef.name"},
 
+		{"repository with git and oci", repo(func(r *v1alpha1.Repository) { r.Spec.OCI = &v1alpha1.OCIRepository{URL: "registry.example/catalog"} }), "set exactly one of spec.git"},
+		{"repository with neither", repo(func(r *v1alpha1.Repository) { r.Spec.Git = nil }), "set exactly one of spec.git"},
+		{"oci repository url with a tag", repo(func(r *v1alpha1.Repository) {
+			r.Spec.Git, r.Spec.OCI = nil, &v1alpha1.OCIRepository{URL: "registry.example/catalog/upf:v1"}
+		}), "url must be a registry host and repository path"},
+		{"oci repository url with credentials", repo(func(r *v1alpha1.Repository) {
+			r.Spec.Git, r.Spec.OCI = nil, &v1alpha1.OCIRepository{URL: "https://bob:hunter2@registry.example/catalog"}
+		}), "url must be a registry host and repository path"},
+		{"cluster EmptyFirst without kubeconfig", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Deletion = v1alpha1.DeletionEmptyFirst }), "spec.sync.deletion EmptyFirst needs spec.kubeConfigSecretRef"},
+		{"cluster unknown deletion mode", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Deletion = "Later" }), `supported values: "Propagation", "EmptyFirst"`},
+		{"cluster negative drain timeout", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.DrainTimeout = &metav1.Duration{Duration: -1e9} }), "spec.sync.drainTimeout must be a positive duration"},
+		{"cluster unknown oci auth", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.OCI.Auth = "token" }), `supported values: "none", "gcenode"`},
 		{"cluster without repository", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Repository.Name = "" }), "spec.repository.name"},
 		{"cluster unknown engine", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.Engine = "Helm" }), `supported values: "ConfigSync", "ArgoCD", "Flux"`},
 		{"cluster unknown approval", cluster(func(c *v1alpha1.WorkloadCluster) { c.Spec.Approval = "Sometimes" }), `supported values: "Automatic", "Manual"`},
@@ -313,6 +325,17 @@ func TestURLsAreAccepted(t *testing.T) {
 	for _, u := range []string{"https://git.example/x.git", "ssh://git@git.example:2222/x.git", "git@github.com:org/repo.git", "file:///srv/git/x.git"} {
 		if err := env.Client.Create(ctx, repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = u })); err != nil {
 			t.Errorf("url %s: %v", u, err)
+		}
+	}
+}
+
+// OCI repository URLs as registries spell them are accepted.
+func TestOCIURLsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, u := range []string{"registry.example/catalog", "oci://registry.example:5000/org/catalog", "127.0.0.1:5000/c", "ghcr.io/my-org/kpt_packages/free5gc"} {
+		if err := env.Client.Create(ctx, repo(func(r *v1alpha1.Repository) { r.Spec.Git, r.Spec.OCI = nil, &v1alpha1.OCIRepository{URL: u} })); err != nil {
+			t.Errorf("oci url %s: %v", u, err)
 		}
 	}
 }

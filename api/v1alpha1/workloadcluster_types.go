@@ -116,6 +116,11 @@ type ClusterSync struct {
 	// +optional
 	Git ClusterGitAuth `json:"git,omitempty"`
 
+	// OCI is how the cluster's agent authenticates to OCI registries, for packages from
+	// Repositories with spec.oci.
+	// +optional
+	OCI ClusterOCIAuth `json:"oci,omitempty"`
+
 	// ArgoCD settings, for engine ArgoCD.
 	// +optional
 	ArgoCD *ArgoCDSync `json:"argoCD,omitempty"`
@@ -153,6 +158,22 @@ type ClusterGitAuth struct {
 	// GCPServiceAccountEmail is used with auth gcpserviceaccount.
 	// +optional
 	GCPServiceAccountEmail string `json:"gcpServiceAccountEmail,omitempty"`
+}
+
+// ClusterOCIAuth is the OCI registry authentication the cluster's agent uses.
+type ClusterOCIAuth struct {
+	// Auth is Config Sync's oci.auth.
+	// +kubebuilder:validation:Enum=none;gcenode;gcpserviceaccount;k8sserviceaccount
+	// +kubebuilder:default=none
+	// +optional
+	Auth string `json:"auth,omitempty"`
+	// GCPServiceAccountEmail is Config Sync's oci.gcpServiceAccountEmail, for auth gcpserviceaccount.
+	// +optional
+	GCPServiceAccountEmail string `json:"gcpServiceAccountEmail,omitempty"`
+	// SecretRef names the Secret (in the sync objects' namespace of the workload cluster) with the
+	// registry credentials of Flux's OCIRepository (a kubernetes.io/dockerconfigjson Secret).
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // ArgoCDSync configures Applications for engine ArgoCD.

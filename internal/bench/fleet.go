@@ -106,7 +106,7 @@ func repository(name, url string) *v1alpha1.Repository {
 	return &v1alpha1.Repository{
 		TypeMeta:   typeMeta("Repository"),
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: url}},
+		Spec:       v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: url}},
 	}
 }
 

@@ -107,7 +107,7 @@ func (f *fixture) repository(name string, mutate ...func(*v1alpha1.Repository)) 
 	r := &v1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
 		Spec: v1alpha1.RepositorySpec{
-			Git:      v1alpha1.GitRepository{URL: f.git.URL + "/" + name + ".git"},
+			Git:      &v1alpha1.GitRepository{URL: f.git.URL + "/" + name + ".git"},
 			Interval: &metav1.Duration{Duration: 5 * time.Second},
 		},
 	}

@@ -109,12 +109,12 @@ func TestOneWriterAcrossNamespaces(t *testing.T) {
 	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})
 	f.create(&v1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: other},
-		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: f.git.URL + "/catalog.git"}},
+		Spec:       v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: f.git.URL + "/catalog.git"}},
 	})
 	variant := f.git.URL + "/edge01/"
 	f.create(&v1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: other},
-		Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: variant}},
+		Spec:       v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: variant}},
 	})
 	blocked := f.secondCluster(other, "edge01", "mine")
 	msg := f.inUse(blocked, f.ns+"/edge01")

@@ -55,7 +55,7 @@ func TestHold(t *testing.T) {
 func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
 	cluster := &v1alpha1.WorkloadCluster{}
 	cluster.Name = "edge01"
-	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
+	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
 	pin := func(name, ns string, deps ...string) render.Pin {
 		pd := &v1alpha1.PackageDeployment{}
 		pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns

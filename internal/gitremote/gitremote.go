@@ -17,10 +17,17 @@ import (
 // ErrSecret is wrapped by every error about a repository's credentials Secret.
 var ErrSecret = errors.New("git credentials secret")
 
+// ErrNotGit is wrapped by the error for an OCI Repository (spec.oci) used where only git will do:
+// a cluster's deployed-packages, a variant's downstream.
+var ErrNotGit = errors.New("not a git repository")
+
 // Remote builds the remote of repo. Credentials come only from the Secret named by
 // spec.git.secretRef in the repository's own namespace. Reader should be uncached (the API
 // reader), so flotilla needs only `get` on Secrets, not a cluster-wide watch.
 func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
+	if repo.Spec.Git == nil {
+		return pkgrepo.Remote{}, NotGit(repo)
+	}
 	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo)}
 	ref := repo.Spec.Git.SecretRef
 	if ref == nil {
@@ -41,10 +48,19 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 	return r, nil
 }
 
+// NotGit is the ErrNotGit error for repo.
+func NotGit(repo *v1alpha1.Repository) error {
+	return fmt.Errorf("%w: Repository %s/%s is an OCI repository (spec.oci), and flotilla writes deployed-packages and variants to git only: name a Repository with spec.git here",
+		ErrNotGit, repo.Namespace, repo.Name)
+}
+
 // Scope is who holds the repository's credentials: its namespace and Secret. Remotes of
 // different scopes never share a git mirror, so a Repository naming another namespace's URL
 // never reads what that namespace's credentials fetched.
 func Scope(repo *v1alpha1.Repository) string {
+	if repo.Spec.Git == nil {
+		return repo.Namespace + "/"
+	}
 	if ref := repo.Spec.Git.SecretRef; ref != nil {
 		return repo.Namespace + "/" + ref.Name
 	}
@@ -92,7 +108,7 @@ func FromSecret(secret *corev1.Secret) (pkgrepo.Auth, error) {
 
 // Branch is the repository's branch, main by default.
 func Branch(repo *v1alpha1.Repository) string {
-	if repo.Spec.Git.Branch != "" {
+	if repo.Spec.Git != nil && repo.Spec.Git.Branch != "" {
 		return repo.Spec.Git.Branch
 	}
 	return "main"
@@ -100,7 +116,10 @@ func Branch(repo *v1alpha1.Repository) string {
 
 // SyncURL is the URL the clusters' agents read the repository from.
 func SyncURL(repo *v1alpha1.Repository) string {
-	if repo.Spec.Git.SyncURL != "" {
+	switch {
+	case repo.Spec.Git == nil:
+		return ""
+	case repo.Spec.Git.SyncURL != "":
 		return repo.Spec.Git.SyncURL
 	}
 	return repo.Spec.Git.URL
@@ -110,6 +129,8 @@ func SyncURL(repo *v1alpha1.Repository) string {
 // than wait for a retry.
 func Reason(err error) (reason string, stalled bool) {
 	switch {
+	case errors.Is(err, ErrNotGit):
+		return "RepositoryNotGit", true
 	case errors.Is(err, ErrSecret), errors.Is(err, pkgrepo.ErrCredentials):
 		return "SecretInvalid", true
 	case errors.Is(err, pkgrepo.ErrLocalRepository):

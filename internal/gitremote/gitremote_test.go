@@ -52,7 +52,7 @@ func TestFromSecret(t *testing.T) {
 }
 
 func TestScope(t *testing.T) {
-	repo := &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "catalog"}}
+	repo := &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "catalog"}, Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{}}}
 	if got := Scope(repo); got != "team-a/" {
 		t.Errorf("Scope without a Secret = %q", got)
 	}

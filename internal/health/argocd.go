@@ -51,7 +51,7 @@ func ArgoCD(obj *unstructured.Unstructured, pin Pin) Result {
 // argoAt reports whether an Argo CD revision is the pin: Argo CD reports the commit it resolved
 // the target revision to, or the tag for sources it does not resolve.
 func argoAt(rev string, pin Pin) bool {
-	return (pin.Commit != "" && rev == pin.Commit) || (pin.Tag != "" && rev == pin.Tag)
+	return (pin.Commit != "" && sameCommit(rev, pin.Commit)) || (pin.Tag != "" && rev == pin.Tag)
 }
 
 // argoUnhealthy names the first resource Argo CD reports unhealthy, with its health message:

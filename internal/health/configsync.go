@@ -34,9 +34,9 @@ func ConfigSync(obj *unstructured.Unstructured, pin Pin) Result {
 	switch {
 	case fetched == "":
 		return Result{Reason: ReasonSyncing, Message: fmt.Sprintf("%s: waiting for Config Sync to fetch %s", id(obj), pin)}
-	case fetched != pin.Commit:
+	case !sameCommit(fetched, pin.Commit):
 		return Result{Reason: ReasonOldRevision, Message: fmt.Sprintf("%s: Config Sync fetched commit %s, waiting for it to fetch %s", id(obj), short(fetched), pin)}
-	case applied != pin.Commit:
+	case !sameCommit(applied, pin.Commit):
 		return Result{Reason: ReasonSyncing, Message: fmt.Sprintf("%s: applying %s", id(obj), pin)}
 	}
 	if c, ok := findCondition(obj, "Syncing"); !ok || c.status != "False" {

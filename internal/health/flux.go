@@ -49,7 +49,7 @@ func fluxApplied(revision string, pin Pin) bool {
 	}
 	ref, commit := fluxRevision(revision)
 	if commit != "" && pin.Commit != "" {
-		return commit == pin.Commit
+		return sameCommit(commit, pin.Commit)
 	}
 	return ref != "" && ref == pin.Tag
 }

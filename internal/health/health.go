@@ -57,6 +57,12 @@ func For(kind string) func(*unstructured.Unstructured, Pin) Result {
 	}
 }
 
+// sameCommit reports whether two revisions an agent and flotilla write name the same commit or
+// OCI digest: agents write a digest with or without its "sha256:" algorithm prefix.
+func sameCommit(a, b string) bool {
+	return strings.TrimPrefix(a, "sha256:") == strings.TrimPrefix(b, "sha256:")
+}
+
 // Missing is the result for a sync object the workload cluster does not have (yet).
 func Missing(kind, name string) Result {
 	return Result{Reason: ReasonNotFound, Message: fmt.Sprintf(
@@ -66,14 +72,20 @@ func Missing(kind, name string) Result {
 
 // String names a pin for messages.
 func (p Pin) String() string {
-	if p.Commit == "" {
+	switch {
+	case p.Commit == "":
 		return p.Tag
+	case strings.HasPrefix(p.Commit, "sha256:"):
+		return fmt.Sprintf("%s (digest %s)", p.Tag, short(p.Commit))
 	}
 	return fmt.Sprintf("%s (commit %s)", p.Tag, short(p.Commit))
 }
 
 // short abbreviates a commit hash the way git does, leaving anything else alone.
 func short(commit string) string {
+	if hex, ok := strings.CutPrefix(commit, "sha256:"); ok && isCommit(hex) {
+		return "sha256:" + hex[:12]
+	}
 	if isCommit(commit) {
 		return commit[:7]
 	}

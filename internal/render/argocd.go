@@ -24,11 +24,16 @@ func argoCDObjects(pc pinContext) []map[string]any {
 	if pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan {
 		meta["finalizers"] = []any{argoCDResourcesFinalizer}
 	}
+	repo, revision, path := pc.pin.RepoURL, pc.revision(), strings.TrimPrefix(pc.pin.Resolved.Directory, "/")
+	if pc.pin.OCI() {
+		// Argo CD reads an OCI artifact as a source with an oci:// repoURL, by digest.
+		repo, revision, path = "oci://"+pc.pin.Resolved.Image, pc.pin.Resolved.Commit, "."
+	}
 	return []map[string]any{{
 		"apiVersion": argoCDAPIVersion,
 		"kind":       "Application",
 		"metadata":   meta,
-		"spec":       argoCDSpec(settings, pc.pin.RepoURL, pc.revision(), strings.TrimPrefix(pc.pin.Resolved.Directory, "/"), pc.pin.Deployment.Spec.Namespace),
+		"spec":       argoCDSpec(settings, repo, revision, path, pc.pin.Deployment.Spec.Namespace),
 	}}
 }
 

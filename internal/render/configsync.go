@@ -30,12 +30,29 @@ func configSyncObjects(pc pinContext) []map[string]any {
 		"apiVersion": pc.ref.APIVersion,
 		"kind":       pc.ref.Kind,
 		"metadata":   metadata(pc, pc.ref.Name, pc.ref.Namespace, annotations),
-		"spec": map[string]any{
+		"spec":       configSyncSpec(pc),
+	}}
+}
+
+// configSyncSpec is the source of a RootSync/RepoSync: a git tag or commit, or an OCI artifact
+// by digest.
+func configSyncSpec(pc pinContext) map[string]any {
+	if !pc.pin.OCI() {
+		return map[string]any{
 			"sourceFormat": "unstructured",
 			"sourceType":   "git",
 			"git":          configSyncGit(pc.cluster, pc.pin.RepoURL, pc.pin.Branch, pc.pin.Resolved.Directory, pc.revision()),
-		},
-	}}
+		}
+	}
+	a := pc.cluster.Spec.Sync.OCI
+	oci := map[string]any{"image": pc.image(), "dir": pc.pin.Resolved.Directory, "auth": a.Auth}
+	if a.Auth == "" {
+		oci["auth"] = "none"
+	}
+	if a.GCPServiceAccountEmail != "" {
+		oci["gcpServiceAccountEmail"] = a.GCPServiceAccountEmail
+	}
+	return map[string]any{"sourceFormat": "unstructured", "sourceType": "oci", "oci": oci}
 }
 
 // configSyncGit is the spec.git of a RootSync/RepoSync; revision "" follows the branch.

@@ -21,10 +21,18 @@ const (
 // the package directory from it; prune follows the deletion policy, dependencies become dependsOn.
 func fluxObjects(pc pinContext) []map[string]any {
 	s := fluxSettings(pc.cluster)
-	source := fluxGitRepository(pc.cluster, s, pc.pin.RepoURL, fluxRef(pc))
+	var source map[string]any
+	if pc.pin.OCI() {
+		source = fluxOCIRepository(pc, s)
+	} else {
+		source = fluxGitRepository(pc.cluster, s, pc.pin.RepoURL, fluxRef(pc))
+	}
 	source["metadata"] = metadata(pc, pc.ref.Name, pc.ref.Namespace, nil)
 
 	spec := fluxKustomizationSpec(s, pc.ref.Name, pc.pin.Resolved.Directory, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
+	if pc.pin.OCI() {
+		spec["sourceRef"] = map[string]any{"kind": "OCIRepository", "name": pc.ref.Name}
+	}
 	// Ready then means the applied objects are healthy, not only applied: health feedback and
 	// rollouts rely on it.
 	spec["wait"] = true
@@ -53,6 +61,28 @@ func fluxRef(pc pinContext) map[string]any {
 		return map[string]any{"commit": pc.pin.Resolved.Commit}
 	}
 	return map[string]any{"tag": pc.pin.Resolved.Tag}
+}
+
+// OCILayerMediaType is the media type of the one layer of a package artifact (flotilla publish
+// --oci): a tar+gzip of the package files, which Flux is told to extract.
+const OCILayerMediaType = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+// fluxOCIRepository renders the OCIRepository of an OCI pin, by digest, extracting the package
+// layer.
+func fluxOCIRepository(pc pinContext, s v1alpha1.FluxSync) map[string]any {
+	spec := map[string]any{
+		"interval":      s.Interval.Duration.String(),
+		"url":           "oci://" + pc.pin.Resolved.Image,
+		"ref":           map[string]any{"digest": pc.pin.Resolved.Commit},
+		"layerSelector": map[string]any{"mediaType": OCILayerMediaType, "operation": "extract"},
+	}
+	if pc.pin.Insecure {
+		spec["insecure"] = true
+	}
+	if sr := pc.cluster.Spec.Sync.OCI.SecretRef; sr != nil {
+		spec["secretRef"] = map[string]any{"name": sr.Name}
+	}
+	return map[string]any{"apiVersion": fluxSourceAPIVersion, "kind": "OCIRepository", "spec": spec}
 }
 
 func fluxGitRepository(cluster *v1alpha1.WorkloadCluster, s v1alpha1.FluxSync, url string, ref map[string]any) map[string]any {

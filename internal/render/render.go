@@ -25,9 +25,16 @@ type Pin struct {
 	RepoURL string
 	// Branch is the package repository's branch.
 	Branch string
-	// Resolved is the revision the deployment pins.
+	// Resolved is the revision the deployment pins: a git tag and commit, or, with Resolved.Image,
+	// an OCI artifact and its digest.
 	Resolved v1alpha1.ResolvedRevision
+	// Insecure lets the agent pull the OCI artifact over plain HTTP (the Repository's
+	// spec.oci.insecure; written where the engine has the setting, Flux's OCIRepository).
+	Insecure bool
 }
+
+// OCI reports whether the pin is an OCI artifact.
+func (p Pin) OCI() bool { return p.Resolved.Image != "" }
 
 // Package is a rendered deployed-packages package.
 type Package struct {
@@ -93,11 +100,13 @@ func DeployedPackages(cluster *v1alpha1.WorkloadCluster, pins []Pin) (Package, e
 	}
 	out := Package{Files: map[string][]byte{"Kptfile": kptfile}}
 	for _, p := range sorted {
-		url, err := engineURL(cluster, p.RepoURL)
-		if err != nil {
-			return Package{}, fmt.Errorf("deployment %s, repository %s: %w", p.Deployment.Name, p.Resolved.Repository, err)
+		if !p.OCI() {
+			url, err := engineURL(cluster, p.RepoURL)
+			if err != nil {
+				return Package{}, fmt.Errorf("deployment %s, repository %s: %w", p.Deployment.Name, p.Resolved.Repository, err)
+			}
+			p.RepoURL = url
 		}
-		p.RepoURL = url
 		pc := pinContext{cluster: cluster, pin: p, ref: refs[p.Deployment.Name], wave: waves[p.Deployment.Name]}
 		for _, d := range p.Deployment.Spec.DependsOn {
 			if ref, ok := refs[d.Name]; ok {
@@ -185,6 +194,11 @@ func kptfile(name, cluster string) map[string]any {
 			"description": fmt.Sprintf("Sync objects of the packages deployed to cluster %s. Written by flotilla: edit the PackageDeployments, not these files.", cluster),
 		},
 	}
+}
+
+// image is the OCI artifact a pin's sync objects pull, pinned by digest: REGISTRY/REPO/PKG@sha256:...
+func (pc pinContext) image() string {
+	return pc.pin.Resolved.Image + "@" + pc.pin.Resolved.Commit
 }
 
 // revision is what the pin's sync objects name as their revision (spec.sync.pinBy): the tag, or

@@ -42,7 +42,7 @@ func TestRollingUpdateFollowsFluxHealth(t *testing.T) {
 	create := func(obj client.Object) { g.Expect(env.Client.Create(ctx, obj)).To(Succeed()) }
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: ns}, Data: map[string][]byte{"value": kubeconfig}})
 	create(&v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns},
-		Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: srv.URL + "/catalog.git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}})
+		Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: srv.URL + "/catalog.git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}})
 	clusters := []string{"w1", "w2", "w3"}
 	for _, name := range clusters {
 		srv.CreateRepo(t, name)
@@ -50,7 +50,7 @@ func TestRollingUpdateFollowsFluxHealth(t *testing.T) {
 			g.Expect(workload.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
 		}
 		create(&v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}})
+			Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}})
 		labels := map[string]string{"site-type": "edge"}
 		if name == "w1" {
 			labels["wave"] = "canary"

@@ -48,7 +48,7 @@ func newStory(t *testing.T, mutate ...func(*v1alpha1.WorkloadCluster)) *story {
 	for _, name := range []string{"catalog", "edge01"} {
 		s.create(&v1alpha1.Repository{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
-			Spec:       v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}},
+			Spec:       v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}},
 		})
 	}
 	cluster := &v1alpha1.WorkloadCluster{

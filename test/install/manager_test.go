@@ -150,7 +150,7 @@ func newFleet(t *testing.T, ns string, git *gittest.Server) string {
 		return &v1alpha1.Repository{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: v1alpha1.RepositorySpec{
-				Git:      v1alpha1.GitRepository{URL: git.URL + "/" + name + ".git", SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}},
+				Git:      &v1alpha1.GitRepository{URL: git.URL + "/" + name + ".git", SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}},
 				Interval: &metav1.Duration{Duration: 5 * time.Second},
 			},
 		}

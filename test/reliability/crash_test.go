@@ -126,7 +126,7 @@ func TestKillNineWhilePublishing(t *testing.T) {
 	create := func(o client.Object) { g.Expect(env.Client.Create(ctx, o)).To(Succeed()) }
 	repo := func(name string) *v1alpha1.Repository {
 		return &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}}
+			Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: srv.URL + "/" + name + ".git"}, Interval: &metav1.Duration{Duration: 5 * time.Second}}}
 	}
 	create(repo("catalog"))
 	names := make([]string, clusters)

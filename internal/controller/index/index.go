@@ -37,6 +37,9 @@ const (
 // Location is where a Repository writes: its normalized URL and branch. Two Repositories with one
 // Location are one git branch, whatever their names, namespaces or spelling of the URL.
 func Location(repo *v1alpha1.Repository) string {
+	if repo.Spec.Git == nil {
+		return "oci " + repo.Spec.OCI.URL // nothing writes there
+	}
 	return giturl.Normalize(repo.Spec.Git.URL) + " " + gitremote.Branch(repo)
 }
 

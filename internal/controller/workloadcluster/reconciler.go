@@ -93,6 +93,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	repos := &repositories{r: r, namespace: cluster.Namespace}
 	repo, err := repos.get(ctx, cluster.Spec.Repository.Name)
+	if err == nil && repo.Spec.Git == nil {
+		err = gitremote.NotGit(repo)
+	}
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)

@@ -53,7 +53,7 @@ func TestWriter(t *testing.T) {
 // repository (credentials redacted), never the writer's.
 func TestSetRepositoryInUse(t *testing.T) {
 	c := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "edge01", Generation: 3}}
-	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: v1alpha1.GitRepository{URL: "https://bob@git.example/edge01.git", Directory: "/sites"}}}
+	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://bob@git.example/edge01.git", Directory: "/sites"}}}
 	other := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "edge01"}}
 	setRepositoryInUse(c, repo, other)
 	want := "WorkloadCluster a/edge01 writes sites/deployed-packages on branch main of https://git.example/edge01.git " +

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 	"github.com/flotilla-dev/flotilla/internal/offline"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
@@ -67,10 +69,10 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]
 	store := pkgrepo.NewStore(cache)
 	// render runs as the user, on the user's files: local repositories are theirs to name.
 	store.AllowLocal = true
-	var git offline.Git = store
+	var git offline.Git = fleet.Sources{Store: store, Registry: &ocipkg.Cache{}}
 	var preview *offline.Preview
 	if dryRun {
-		preview = offline.NewPreview(store)
+		preview = offline.NewPreview(git)
 		git = preview
 	}
 	return offline.Run(cmd.Context(), git, f), preview, nil

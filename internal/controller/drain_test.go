@@ -71,11 +71,11 @@ func (a configSyncAgent) sync(rev, commit string, inventory ...string) {
 
 // drainingCluster creates edge01 with spec.sync.deletion EmptyFirst, reaching the test API server
 // as its workload cluster.
-func drainingCluster(f *fixture, timeout time.Duration) *v1alpha1.WorkloadCluster {
+func drainingCluster(f *fixture, timeout time.Duration) {
 	kc, err := env.AdminKubeconfig("drain-" + f.ns)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kc}})
-	return f.cluster(func(c *v1alpha1.WorkloadCluster) {
+	f.cluster(func(c *v1alpha1.WorkloadCluster) {
 		c.Spec.Sync.Deletion = v1alpha1.DeletionEmptyFirst
 		c.Spec.Sync.DrainTimeout = &metav1.Duration{Duration: timeout}
 		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}

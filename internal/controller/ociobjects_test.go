@@ -28,7 +28,7 @@ func TestEngineObjectsForOCIPackages(t *testing.T) {
 	var pins []render.Pin
 	for _, d := range []*v1alpha1.PackageDeployment{pd("upf", ""), pd("smf", "free5gc")} {
 		pins = append(pins, render.Pin{Deployment: d, Insecure: true, Resolved: v1alpha1.ResolvedRevision{
-			Repository: "oci-catalog", Revision: 3, Tag: "free5gc-upf:v3", Commit: digest, Directory: "/", Image: "registry.example:5000/catalog/free5gc-upf"}})
+			Repository: "oci-catalog", Revision: 3, Tag: "free5gc-upf:v3", Commit: digest, Directory: "/free5gc-upf", Image: "registry.example:5000/catalog/free5gc-upf"}})
 	}
 	for _, ns := range []string{"flux-system", "argocd", "free5gc"} {
 		g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())

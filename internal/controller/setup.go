@@ -17,6 +17,8 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
@@ -70,11 +72,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
+	// OCI repositories resolve through the registry, asked as often as a git mirror is refreshed.
+	ttl := store.RefreshInterval
+	if ttl <= 0 {
+		ttl = pkgrepo.DefaultRefreshInterval
+	}
+	sources := fleet.Sources{Store: store, Registry: &ocipkg.Cache{TTL: ttl}}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&repository.Reconciler{Client: c, APIReader: reader, Git: store},
-		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: store, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
-		&packageset.Reconciler{Client: c, APIReader: reader, Git: store, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: store, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
+		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry},
+		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -35,7 +35,12 @@ type Git interface {
 // for pd (published is the cluster's current revision, nil when there is none or it is unknown),
 // which may be newer than what the deployment reported.
 func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1.Repository, pd *v1alpha1.PackageDeployment, published *v1alpha1.DeployedPackagesStatus) (v1alpha1.ResolvedRevision, error) {
-	pkg := render.PackagePath(repo.Spec.Git.Directory, pd.Spec.Package.Name)
+	var pkg string
+	if repo.Spec.Git != nil {
+		pkg = render.PackagePath(repo.Spec.Git.Directory, pd.Spec.Package.Name)
+	} else {
+		pkg = strings.Trim(pd.Spec.Package.Name, "/")
+	}
 	rev, err := git.Resolve(ctx, remote, pkg, pd.Spec.Package.Revision)
 	if err != nil {
 		return v1alpha1.ResolvedRevision{}, err
@@ -46,6 +51,9 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 		Tag:        rev.Tag,
 		Commit:     rev.Commit,
 		Directory:  "/" + pkg,
+	}
+	if repo.Spec.OCI != nil {
+		next = ociResolved(repo, pkg, rev)
 	}
 	// Checked against every pin known: the deployment's own (maybe of an older generation) and
 	// the one the cluster published for it (maybe newer, not reported yet).
@@ -65,7 +73,8 @@ func PublishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, reposi
 		if p.Deployment != deployment {
 			continue
 		}
-		i := strings.LastIndex(p.Tag, "/v")
+		// pkg/vN for git, pkg:vN for OCI.
+		i := max(strings.LastIndex(p.Tag, "/v"), strings.LastIndex(p.Tag, ":v"))
 		if i < 0 {
 			return nil
 		}

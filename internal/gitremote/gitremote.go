@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,20 +19,16 @@ import (
 var ErrSecret = errors.New("git credentials secret")
 
 // ErrNotGit is wrapped by the error for an OCI Repository (spec.oci) used where only git will do:
-// a cluster's deployed-packages, a variant's downstream.
-var ErrNotGit = errors.New("not a git repository")
+// a cluster's deployed-packages, a variant's blueprint or downstream.
+var ErrNotGit = pkgrepo.ErrNotGit
 
 // Remote builds the remote of repo. Credentials come only from the Secret named by
 // spec.git.secretRef in the repository's own namespace. Reader should be uncached (the API
 // reader), so flotilla needs only `get` on Secrets, not a cluster-wide watch.
 func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
-	if repo.Spec.Git == nil {
-		return pkgrepo.Remote{}, NotGit(repo)
-	}
-	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo)}
-	ref := repo.Spec.Git.SecretRef
-	if ref == nil {
-		return r, nil
+	r, ref, err := Base(repo)
+	if err != nil || ref == nil {
+		return r, err
 	}
 	var secret corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: ref.Name}, &secret); err != nil {
@@ -40,9 +37,30 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 		}
 		return r, fmt.Errorf("read %w %s/%s: %w", ErrSecret, repo.Namespace, ref.Name, err)
 	}
-	auth, err := FromSecret(&secret)
+	return WithSecret(r, &secret)
+}
+
+// Base is repo's remote without credentials (git, or OCI with Remote.OCI), and the Secret that
+// holds them (nil when there is none).
+func Base(repo *v1alpha1.Repository) (pkgrepo.Remote, *v1alpha1.LocalObjectReference, error) {
+	switch {
+	case repo.Spec.Git != nil:
+		return pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo)}, repo.Spec.Git.SecretRef, nil
+	case repo.Spec.OCI != nil:
+		return pkgrepo.Remote{URL: strings.TrimPrefix(repo.Spec.OCI.URL, "oci://"), Scope: Scope(repo), OCI: true, Insecure: repo.Spec.OCI.Insecure},
+			repo.Spec.OCI.SecretRef, nil
+	}
+	return pkgrepo.Remote{}, nil, fmt.Errorf("the Repository %s/%s has neither spec.git nor spec.oci", repo.Namespace, repo.Name)
+}
+
+// WithSecret is r with the credentials of its Secret (see FromSecret).
+func WithSecret(r pkgrepo.Remote, secret *corev1.Secret) (pkgrepo.Remote, error) {
+	auth, err := FromSecret(secret)
 	if err != nil {
 		return r, err
+	}
+	if r.OCI && auth.Identity != "" {
+		return r, fmt.Errorf("%w %s/%s holds an ssh identity, which an OCI registry does not take: use username and password (or a token as password)", ErrSecret, secret.Namespace, secret.Name)
 	}
 	r.Auth = auth
 	return r, nil
@@ -58,10 +76,14 @@ func NotGit(repo *v1alpha1.Repository) error {
 // different scopes never share a git mirror, so a Repository naming another namespace's URL
 // never reads what that namespace's credentials fetched.
 func Scope(repo *v1alpha1.Repository) string {
-	if repo.Spec.Git == nil {
-		return repo.Namespace + "/"
+	var ref *v1alpha1.LocalObjectReference
+	switch {
+	case repo.Spec.Git != nil:
+		ref = repo.Spec.Git.SecretRef
+	case repo.Spec.OCI != nil:
+		ref = repo.Spec.OCI.SecretRef
 	}
-	if ref := repo.Spec.Git.SecretRef; ref != nil {
+	if ref != nil {
 		return repo.Namespace + "/" + ref.Name
 	}
 	return repo.Namespace + "/"

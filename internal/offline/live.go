@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/crdvalidate"
+	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/setplan"
 )
 
@@ -80,7 +81,7 @@ func FromAPI(ctx context.Context, c client.Reader, namespace string) (*Fleet, er
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(f.Repositories)) {
-		ref := f.Repositories[key].Spec.Git.SecretRef
+		_, ref, _ := gitremote.Base(f.Repositories[key])
 		if ref == nil || f.Secrets[namespace+"/"+ref.Name] != nil {
 			continue
 		}

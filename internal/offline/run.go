@@ -167,25 +167,21 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster, 
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", pd.Name, err)
 		}
-		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: resolved})
+		pins = append(pins, fleet.NewPin(pd, repo, resolved))
 	}
 	return pins, nil
 }
 
 func (f *Fleet) remote(repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
-	r := pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: gitremote.Branch(repo), Scope: gitremote.Scope(repo)}
-	if ref := repo.Spec.Git.SecretRef; ref != nil {
-		s := f.Secrets[repo.Namespace+"/"+ref.Name]
-		if s == nil {
-			return r, fmt.Errorf("%w %s/%s not found in the input files", gitremote.ErrSecret, repo.Namespace, ref.Name)
-		}
-		auth, err := gitremote.FromSecret(s)
-		if err != nil {
-			return r, err
-		}
-		r.Auth = auth
+	r, ref, err := gitremote.Base(repo)
+	if err != nil || ref == nil {
+		return r, err
 	}
-	return r, nil
+	s := f.Secrets[repo.Namespace+"/"+ref.Name]
+	if s == nil {
+		return r, fmt.Errorf("%w %s/%s not found in the input files", gitremote.ErrSecret, repo.Namespace, ref.Name)
+	}
+	return gitremote.WithSecret(r, s)
 }
 
 // current reads the latest published deployed-packages revision and the pins it carries.

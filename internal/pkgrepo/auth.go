@@ -74,6 +74,11 @@ type Remote struct {
 	// "namespace/" without a Secret). Remotes with different scopes never share a mirror, even
 	// for the same URL, so one tenant never reads what another tenant's credentials fetched.
 	Scope string
+	// OCI marks an OCI repository (URL is then REGISTRY/REPO, no scheme): the Store refuses it
+	// (ErrNotGit); fleet resolves its packages through a registry client.
+	OCI bool
+	// Insecure lets an OCI registry be reached over plain HTTP.
+	Insecure bool
 }
 
 // String prints the URL without userinfo and the redacted Auth.

@@ -54,6 +54,8 @@ var (
 	ErrCredentials = errors.New("credentials unusable")
 	// ErrHostKeyUnknown: known_hosts has no key for the ssh server.
 	ErrHostKeyUnknown = errors.New("ssh host key unknown")
+	// ErrNotGit: the remote is an OCI repository, where only git will do.
+	ErrNotGit = errors.New("not a git repository")
 	// ErrHostKeyMismatch: the ssh server presented a key known_hosts does not
 	// list for it.
 	ErrHostKeyMismatch = errors.New("ssh host key mismatch")

@@ -132,6 +132,9 @@ func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
 
 // lock returns the mirror for r, locked, and the endpoint to reach r.
 func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
+	if r.OCI {
+		return nil, endpoint{}, nil, fmt.Errorf("%w: %s is an OCI repository", ErrNotGit, r.URL)
+	}
 	ep, err := newEndpoint(r, s.key, s.AllowLocal)
 	if err != nil {
 		return nil, endpoint{}, nil, err

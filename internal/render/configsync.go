@@ -45,7 +45,8 @@ func configSyncSpec(pc pinContext) map[string]any {
 		}
 	}
 	a := pc.cluster.Spec.Sync.OCI
-	oci := map[string]any{"image": pc.image(), "dir": pc.pin.Resolved.Directory, "auth": a.Auth}
+	// The package is the whole artifact: its files are at the image's root.
+	oci := map[string]any{"image": pc.image(), "dir": "/", "auth": a.Auth}
 	if a.Auth == "" {
 		oci["auth"] = "none"
 	}

@@ -29,7 +29,11 @@ func fluxObjects(pc pinContext) []map[string]any {
 	}
 	source["metadata"] = metadata(pc, pc.ref.Name, pc.ref.Namespace, nil)
 
-	spec := fluxKustomizationSpec(s, pc.ref.Name, pc.pin.Resolved.Directory, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
+	dir := pc.pin.Resolved.Directory
+	if pc.pin.OCI() {
+		dir = "/" // the artifact's root
+	}
+	spec := fluxKustomizationSpec(s, pc.ref.Name, dir, pc.pin.Deployment.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan)
 	if pc.pin.OCI() {
 		spec["sourceRef"] = map[string]any{"kind": "OCIRepository", "name": pc.ref.Name}
 	}

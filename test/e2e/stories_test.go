@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +22,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 )
 
 // story is one user story's world: a namespace (flotilla's objects in the management cluster,
@@ -85,9 +90,10 @@ func (s *story) create(obj client.Object) {
 	s.g.Expect(env.Client.Create(s.ctx, obj)).To(Succeed())
 }
 
-func (s *story) deploy(name, revision string, policy v1alpha1.DeletionPolicy) *v1alpha1.PackageDeployment {
+// deploy creates the deployment "app" of the catalog's package app at revision.
+func (s *story) deploy(revision string, policy v1alpha1.DeletionPolicy) *v1alpha1.PackageDeployment {
 	pd := &v1alpha1.PackageDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: s.ns},
 		Spec: v1alpha1.PackageDeploymentSpec{
 			Cluster:        v1alpha1.LocalObjectReference{Name: "edge01"},
 			Package:        v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "app", Revision: revision},
@@ -126,7 +132,7 @@ func (s *story) fluxObject(kind, name string) bool {
 // v2, undeploy prunes.
 func TestDeployUpgradeUndeploy(t *testing.T) {
 	s := newStory(t)
-	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	pd := s.deploy("v1", v1alpha1.DeletionPolicyDelete)
 	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"), "deploying v1 makes its objects appear")
 
 	s.publish(3)
@@ -149,7 +155,7 @@ func TestDeployUpgradeUndeploy(t *testing.T) {
 // Story 4: with Orphan, undeploying leaves the objects running.
 func TestOrphanLeavesTheWorkload(t *testing.T) {
 	s := newStory(t)
-	pd := s.deploy("app", "v2", v1alpha1.DeletionPolicyOrphan)
+	pd := s.deploy("v2", v1alpha1.DeletionPolicyOrphan)
 	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("2"))
 	s.g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
@@ -167,7 +173,7 @@ func TestOrphanLeavesTheWorkload(t *testing.T) {
 // keep applying the commit that was pinned, and the deployment says the tag moved.
 func TestMovedTagIsNotFollowed(t *testing.T) {
 	s := newStory(t, func(c *v1alpha1.WorkloadCluster) { c.Spec.Sync.PinBy = v1alpha1.PinByCommit })
-	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	pd := s.deploy("v1", v1alpha1.DeletionPolicyDelete)
 	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"))
 
 	moved := gittest.Commit(s.t, s.catalog, "app", map[string]string{
@@ -215,7 +221,7 @@ func TestEmptyFirstPrunesWithoutPropagation(t *testing.T) {
 	}}
 	s.g.Expect(workload.Client.Create(s.ctx, noPrune)).To(Succeed())
 
-	pd := s.deploy("app", "v1", v1alpha1.DeletionPolicyDelete)
+	pd := s.deploy("v1", v1alpha1.DeletionPolicyDelete)
 	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("1"))
 	s.g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
@@ -237,4 +243,60 @@ func TestEmptyFirstPrunesWithoutPropagation(t *testing.T) {
 	s.g.Expect(workload.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: syncName}, child)).To(Succeed())
 	path, _, _ := unstructured.NestedString(child.Object, "spec", "path")
 	s.g.Expect(path).To(Equal("./flotilla-empty"))
+}
+
+// An OCI package end to end with the real Flux source-controller: revisions pushed as artifacts
+// to a registry (served by the test), a deployment pinned by digest, upgraded by changing its
+// revision, and pruned when deleted.
+func TestOCIPackageDeployUpgradeUndeploy(t *testing.T) {
+	s := newStory(t)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push := func(n int) {
+		files := map[string][]byte{
+			"Kptfile":        []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"),
+			"configmap.yaml": fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  revision: \"oci-%d\"\n", n),
+		}
+		_, err := ocipkg.Push(s.ctx, fmt.Sprintf("%s/catalog/app:v%d", host, n), files, ocipkg.Options{Insecure: true})
+		s.g.Expect(err).NotTo(HaveOccurred())
+	}
+	push(1)
+	push(2)
+	s.create(&v1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Name: "oci-catalog", Namespace: s.ns},
+		Spec:       v1alpha1.RepositorySpec{OCI: &v1alpha1.OCIRepository{URL: host + "/catalog", Insecure: true}, Interval: &metav1.Duration{Duration: 5 * time.Second}},
+	})
+	pd := &v1alpha1.PackageDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: s.ns},
+		Spec: v1alpha1.PackageDeploymentSpec{
+			Cluster:   v1alpha1.LocalObjectReference{Name: "edge01"},
+			Package:   v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "oci-catalog"}, Name: "app", Revision: "v1"},
+			Namespace: s.ns,
+		},
+	}
+	s.create(pd)
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("oci-1"), "the OCI artifact app:v1 is applied")
+	s.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.Resolved).NotTo(BeNil())
+		g.Expect(pd.Status.Resolved.Tag).To(Equal("app:v1"))
+		g.Expect(pd.Status.Resolved.Commit).To(HavePrefix("sha256:"))
+		c := meta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionSynced)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, waitLong, time.Second).Should(Succeed())
+
+	s.g.Eventually(func() error {
+		if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Spec.Package.Revision = "v2"
+		return env.Client.Update(s.ctx, pd)
+	}).Should(Succeed())
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(Equal("oci-2"), "changing the deployment to v2 pulls the new digest")
+
+	s.g.Expect(env.Client.Delete(s.ctx, pd)).To(Succeed())
+	s.g.Eventually(s.workload, waitLong, time.Second).Should(BeEmpty(), "deleting the deployment prunes what the artifact applied")
+	s.g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKeyFromObject(pd), pd)) }, waitLong).Should(BeTrue())
 }

@@ -4,6 +4,13 @@ package repository
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +21,8 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/patch"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -30,6 +39,8 @@ type Reconciler struct {
 	// APIReader reads Secrets without caching them.
 	APIReader client.Reader
 	Git       Git
+	// Registry resolves the packages of OCI repositories.
+	Registry fleet.Registry
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch
@@ -55,6 +66,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setFetchFailed(repo, err)
 		return ctrl.Result{RequeueAfter: interval(repo)}, nil
 	}
+	if remote.OCI {
+		r.reconcileOCI(ctx, repo, remote)
+		return ctrl.Result{RequeueAfter: interval(repo)}, nil
+	}
 	snap, err := r.Git.Refresh(ctx, remote)
 	if err != nil {
 		// Not returned (the condition carries it and the poll retries): logged once per poll.
@@ -66,6 +81,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	setFetched(repo, snap)
 	repo.Status.ObservedGeneration = repo.Generation
 	return ctrl.Result{RequeueAfter: interval(repo)}, nil
+}
+
+// reconcileOCI polls an OCI repository: a registry cannot list its packages, so it resolves the
+// latest revision of each package the namespace's deployments read from it, and records a digest
+// of those tags and digests (status.refsDigest), which brings the deployments that follow latest
+// back when a new revision is pushed.
+func (r *Reconciler) reconcileOCI(ctx context.Context, repo *v1alpha1.Repository, remote pkgrepo.Remote) {
+	var list v1alpha1.PackageDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(repo.Namespace), client.MatchingFields{index.DeploymentRepository: repo.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
+		setFetchFailed(repo, err)
+		return
+	}
+	pkgs := map[string]bool{}
+	for i := range list.Items {
+		pkgs[strings.Trim(list.Items[i].Spec.Package.Name, "/")] = true
+	}
+	h := sha256.New()
+	var latest []string
+	for _, pkg := range slices.Sorted(maps.Keys(pkgs)) {
+		rev, err := r.Registry.Resolve(ctx, remote, pkg, "latest")
+		if errors.Is(err, pkgrepo.ErrRevisionNotFound) {
+			continue // the deployment says so; the others still count
+		}
+		if err != nil {
+			setFetchFailed(repo, err)
+			return
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", pkg, rev.Tag, rev.Commit)
+		latest = append(latest, pkg+":"+rev.Tag)
+	}
+	repo.Status.Head, repo.Status.RefsDigest = "", hex.EncodeToString(h.Sum(nil))
+	setResolvedOCI(repo, latest)
 }
 
 func interval(repo *v1alpha1.Repository) time.Duration {

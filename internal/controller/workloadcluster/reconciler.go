@@ -266,7 +266,7 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		if err != nil {
 			return nil, err
 		}
-		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: *resolved})
+		pins = append(pins, fleet.NewPin(pd, repo, *resolved))
 	}
 	if len(draining) == 0 {
 		return pins, nil
@@ -293,7 +293,7 @@ func (r *Reconciler) drainPins(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	}
 	pins := make([]render.Pin, 0, len(draining))
 	for _, pd := range draining {
-		pins = append(pins, render.Pin{Deployment: pd, RepoURL: gitremote.SyncURL(repo), Branch: gitremote.Branch(repo), Resolved: empty})
+		pins = append(pins, fleet.NewPin(pd, repo, empty))
 	}
 	return pins, nil
 }

@@ -1,0 +1,90 @@
+package ocipkg
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+// client is what one call needs to talk to a registry: the library's options and the secrets
+// to scrub from any error it returns.
+type client struct {
+	remote  []remote.Option
+	secrets []string
+}
+
+func newClient(ctx context.Context, opts Options) (client, error) {
+	rt, err := roundTripper(opts)
+	if err != nil {
+		return client{}, err
+	}
+	auth := authn.Anonymous
+	var secrets []string
+	if opts.Username != "" || opts.Password != "" {
+		auth = &authn.Basic{Username: opts.Username, Password: opts.Password}
+		// The password alone, and as it travels in a Basic header.
+		secrets = append(secrets, opts.Password, base64.StdEncoding.EncodeToString([]byte(opts.Username+":"+opts.Password)))
+	}
+	return client{
+		remote: []remote.Option{
+			remote.WithContext(ctx),
+			remote.WithTransport(rt),
+			remote.WithAuth(auth),
+			remote.WithUserAgent("flotilla"),
+		},
+		secrets: secrets,
+	}, nil
+}
+
+func roundTripper(opts Options) (http.RoundTripper, error) {
+	rt := opts.Transport
+	switch {
+	case rt != nil && len(opts.CABundle) > 0:
+		return nil, errors.New("options: CABundle applies to the default transport only; with a Transport of your own, configure its TLS there")
+	case rt == nil:
+		t := remote.DefaultTransport.(*http.Transport).Clone()
+		if len(opts.CABundle) > 0 {
+			pool, err := x509.SystemCertPool()
+			if err != nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(opts.CABundle) {
+				return nil, fmt.Errorf("%w: the CA bundle holds no PEM certificate", pkgrepo.ErrCredentials)
+			}
+			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		rt = t
+	}
+	return httpsOnly{next: rt, allowHTTP: opts.Insecure}, nil
+}
+
+// errPlainHTTP: a request would have gone out over plain http without Options.Insecure.
+var errPlainHTTP = errors.New("plain http refused")
+
+// httpsOnly refuses plain http unless allowed. The registry library tries http by itself for
+// registries on loopback and private addresses, and follows redirects (blob storage) wherever
+// they point: without this, credentials could cross the network in clear text although the
+// caller never asked for http.
+type httpsOnly struct {
+	next      http.RoundTripper
+	allowHTTP bool
+}
+
+func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" && !t.allowHTTP {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, fmt.Errorf("%w to %s: the registry must serve https, or set insecure (flotilla publish --insecure) for one without TLS", errPlainHTTP, req.URL.Host)
+	}
+	return t.next.RoundTrip(req)
+}

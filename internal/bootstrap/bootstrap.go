@@ -25,6 +25,9 @@ const FieldOwner = "flotilla"
 
 // Objects renders the root sync objects of cluster, whose deployed-packages lives in repo.
 func Objects(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, namespace string) ([]byte, error) {
+	if repo.Spec.Git == nil {
+		return nil, gitremote.NotGit(repo)
+	}
 	return render.Bootstrap(cluster, render.Source{
 		RepoURL:   gitremote.SyncURL(repo),
 		Branch:    gitremote.Branch(repo),

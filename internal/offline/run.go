@@ -77,6 +77,9 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 		return fleet.Outcome{}, errSuspended
 	}
 	repo := f.Repositories[c.Namespace+"/"+c.Spec.Repository.Name]
+	if repo.Spec.Git == nil {
+		return fleet.Outcome{}, gitremote.NotGit(repo)
+	}
 	remote, err := f.remote(repo)
 	if err != nil {
 		return fleet.Outcome{}, err

@@ -60,6 +60,10 @@ func (p Planner) blueprint(ctx context.Context, r Reader, set *v1alpha1.PackageS
 	if err != nil {
 		return blueprintSource{}, err
 	}
+	if repo.Spec.Git == nil {
+		// A variant is rendered from the blueprint's files and merged in git.
+		return blueprintSource{}, fmt.Errorf("spec.variant: %w", gitremote.NotGit(repo))
+	}
 	remote, err := r.Remote(ctx, repo)
 	if err != nil {
 		return blueprintSource{}, err
@@ -81,6 +85,9 @@ func (p Planner) variant(ctx context.Context, r Reader, in generate.Inputs, bp b
 	repo, err := r.Repository(ctx, set.Namespace, cluster.Spec.Repository.Name)
 	if err != nil || repo == nil {
 		return v1alpha1.PackageReference{}, "", fmt.Errorf("repository of cluster %s: %w", cluster.Name, cmp.Or(err, fmt.Errorf("%w: Repository %s/%s does not exist", ErrRepositoryNotFound, set.Namespace, cluster.Spec.Repository.Name)))
+	}
+	if repo.Spec.Git == nil {
+		return v1alpha1.PackageReference{}, "", gitremote.NotGit(repo)
 	}
 	target, err := r.Remote(ctx, repo)
 	if err != nil {

@@ -77,6 +77,9 @@ func (r *Reconciler) emptyPackage(ctx context.Context, cluster *v1alpha1.Workloa
 		}
 		return emptyPackage{}, err
 	}
+	if repo.Spec.Git == nil {
+		return emptyPackage{}, gitremote.NotGit(repo)
+	}
 	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
 	if err != nil {
 		return emptyPackage{}, err

@@ -105,8 +105,8 @@ func (r *Reconciler) otherWriter(ctx context.Context, cluster *v1alpha1.Workload
 func (r *Reconciler) forSharers(ctx context.Context, o client.Object) []reconcile.Request {
 	cluster := o.(*v1alpha1.WorkloadCluster)
 	repo := &v1alpha1.Repository{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil {
-		return nil
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil || repo.Spec.Git == nil {
+		return nil // no repository, or not one a cluster can write (RepositoryNotGit)
 	}
 	clusters, err := r.sharers(ctx, repo, packagePath(cluster, repo))
 	if err != nil {

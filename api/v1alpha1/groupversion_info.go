@@ -27,6 +27,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&WorkloadCluster{}, &WorkloadClusterList{},
 		&PackageDeployment{}, &PackageDeploymentList{},
 		&PackageSet{}, &PackageSetList{},
+		&PackageVariant{}, &PackageVariantList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -42,7 +42,7 @@ func TestDeployUpgradeUndeploy(t *testing.T) {
 		HaveKeyWithValue("repo", f.git.URL+"/catalog.git"),
 	)))
 	// The generated RootSync is valid for the real Config Sync CRD.
-	g.Expect(env.Client.Create(f.ctx, rs, client.DryRunAll)).To(Succeed())
+	g.Expect(dryRun(f.ctx, rs)).To(Succeed())
 
 	// Nothing changed: a reconcile (triggered by a label) writes no commit and no tag.
 	head := gittest.Branches(t, f.edge)["main"]
@@ -99,7 +99,7 @@ func TestOrphanNamespacedAndDependsOn(t *testing.T) {
 	g.Expect(rs.GetAnnotations()).To(HaveKeyWithValue("config.kubernetes.io/depends-on",
 		"configsync.gke.io/namespaces/config-management-system/RootSync/"+crds.Status.SyncObject.Name))
 	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-apps"}})
-	g.Expect(env.Client.Create(f.ctx, rs, client.DryRunAll)).To(Succeed())
+	g.Expect(dryRun(f.ctx, rs)).To(Succeed())
 
 	// A new tag moves a `latest` deployment.
 	before := c.Status.DeployedPackages.Revision

@@ -53,7 +53,7 @@ func TestEngineSwitchAndRealCRDs(t *testing.T) {
 	argo := f.objects(c.Status.DeployedPackages.Tag)
 	f.g.Expect(kinds(argo)).To(ConsistOf("Application", "Application"))
 	for _, o := range argo {
-		f.g.Expect(env.Client.Create(f.ctx, o, client.DryRunAll)).To(Succeed(), "Application %s", o.GetName())
+		f.g.Expect(dryRun(f.ctx, o)).To(Succeed(), "Application %s", o.GetName())
 		if o.GetLabels()[v1alpha1.LabelDeployment] == "edge01-app" {
 			f.g.Expect(o.GetFinalizers()).To(BeEmpty(), "Orphan has no resources finalizer")
 			f.g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("argocd.argoproj.io/sync-wave", "1"))
@@ -68,7 +68,7 @@ func TestEngineSwitchAndRealCRDs(t *testing.T) {
 	flux := f.objects(c.Status.DeployedPackages.Tag)
 	f.g.Expect(kinds(flux)).To(ConsistOf("GitRepository", "Kustomization", "GitRepository", "Kustomization"))
 	for _, o := range flux {
-		f.g.Expect(env.Client.Create(f.ctx, o, client.DryRunAll)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		f.g.Expect(dryRun(f.ctx, o)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
 		if o.GetKind() == "Kustomization" && o.GetLabels()[v1alpha1.LabelDeployment] == "edge01-app" {
 			spec := o.Object["spec"].(map[string]any)
 			f.g.Expect(spec).To(HaveKeyWithValue("prune", false))
@@ -236,7 +236,7 @@ func TestEngineObjectsForAwkwardInputs(t *testing.T) {
 						g.Expect(got).To(Equal(want), "%s %v", id, field)
 					}
 				}
-				g.Expect(env.Client.Create(ctx, o, client.DryRunAll)).To(Succeed(), "%s:\n%v", id, o.Object)
+				g.Expect(dryRun(ctx, o)).To(Succeed(), "%s:\n%v", id, o.Object)
 			}
 			// Every deployment's status names the object it got.
 			for _, d := range deployments {

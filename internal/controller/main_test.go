@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -218,4 +219,15 @@ func (f *fixture) files(rev string) []string {
 	out, err := exec.Command("git", "-C", f.edge, "ls-tree", "--name-only", rev+":deployed-packages").Output()
 	f.g.Expect(err).NotTo(HaveOccurred(), "ls-tree %s", rev)
 	return strings.Fields(string(out))
+}
+
+// dryRun checks o against the API server's schema without storing it: a dry-run create, or, when
+// an object of that name exists already (the root sync object of a test that bootstraps this API
+// server as its workload cluster), a dry-run server-side apply, which validates the same way.
+func dryRun(ctx context.Context, o *unstructured.Unstructured) error {
+	err := env.Client.Create(ctx, o.DeepCopy(), client.DryRunAll)
+	if apierrors.IsAlreadyExists(err) {
+		return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.FieldOwner("dry-run-test"), client.ForceOwnership)
+	}
+	return err
 }

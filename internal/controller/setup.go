@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
+	"github.com/flotilla-dev/flotilla/internal/controller/packagevariant"
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
@@ -82,6 +83,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
+		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
 	}
 	for _, r := range reconcilers {

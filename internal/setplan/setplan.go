@@ -179,7 +179,9 @@ func (p Planner) upstream(ctx context.Context, r Reader, set *v1alpha1.PackageSe
 	return generate.Upstream{Repository: repo.Name, Name: ref.Name, Revision: ref.Revision, Tag: rev.Tag, Commit: rev.Commit, Number: rev.Revision}, nil
 }
 
-func (p Planner) repository(ctx context.Context, r Reader, namespace, name string) (*v1alpha1.Repository, error) {
+func (p Planner) repository(ctx context.Context, r interface {
+	Repository(ctx context.Context, namespace, name string) (*v1alpha1.Repository, error)
+}, namespace, name string) (*v1alpha1.Repository, error) {
 	repo, err := r.Repository(ctx, namespace, name)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"path"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
@@ -122,20 +124,28 @@ func (p Planner) variant(ctx context.Context, r Reader, in generate.Inputs, bp b
 
 // values merges the target's values layers: ConfigMaps in order, then inline values.
 func values(ctx context.Context, r Reader, set *v1alpha1.PackageSet, t generate.Target) (map[string]string, string, error) {
+	return mergeValues(ctx, r, set.Namespace, t.Layers, set.Spec.Variant.Values.Inline)
+}
+
+// mergeValues merges values layers, ConfigMaps of namespace lowest priority first and inline
+// values last, and returns the values and, as JSON, where each came from.
+func mergeValues(ctx context.Context, r interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+}, namespace string, configMaps []generate.Layer, inline map[string]string) (map[string]string, string, error) {
 	var layers []specialize.Layer
-	for _, l := range t.Layers {
-		cm, err := r.ConfigMap(ctx, set.Namespace, l.ConfigMap)
+	for _, l := range configMaps {
+		cm, err := r.ConfigMap(ctx, namespace, l.ConfigMap)
 		switch {
 		case err != nil:
 			return nil, "", err
 		case cm == nil && l.Required:
-			return nil, "", fmt.Errorf("required values ConfigMap %s/%s does not exist", set.Namespace, l.ConfigMap)
+			return nil, "", fmt.Errorf("required values ConfigMap %s/%s does not exist", namespace, l.ConfigMap)
 		case cm == nil:
 			continue
 		}
 		layers = append(layers, specialize.Layer{Source: "configmap " + l.ConfigMap, Values: cm.Data})
 	}
-	layers = append(layers, specialize.Layer{Source: "inline", Values: set.Spec.Variant.Values.Inline})
+	layers = append(layers, specialize.Layer{Source: "inline", Values: inline})
 	values, origin := specialize.MergeValues(layers)
 	explain := map[string][2]string{}
 	for k, v := range values {

@@ -163,6 +163,7 @@ func TestDefaultIsAccepted(t *testing.T) {
 		"ClusterRoleBinding flotilla-manager",
 		"CustomResourceDefinition packagedeployments.flotilla.dev",
 		"CustomResourceDefinition packagesets.flotilla.dev",
+		"CustomResourceDefinition packagevariants.flotilla.dev",
 		"CustomResourceDefinition repositories.flotilla.dev",
 		"CustomResourceDefinition workloadclusters.flotilla.dev",
 		"Deployment flotilla-system/flotilla-controller",

@@ -39,6 +39,9 @@ const (
 	// ConditionHealthy is True on a WorkloadCluster whose sync objects all report their pins
 	// applied.
 	ConditionHealthy = "Healthy"
+	// ConditionFactsRead is True on a WorkloadCluster with kubeConfigSecretRef whose facts
+	// (status.facts) were read from the cluster.
+	ConditionFactsRead = "FactsRead"
 )
 
 // Annotations, labels and finalizers.

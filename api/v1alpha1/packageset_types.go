@@ -72,9 +72,14 @@ type VariantValues struct {
 	Inline map[string]string `json:"inline,omitempty"`
 }
 
-// ValuesLayer is one ConfigMap of values.
-// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.configMapExpr)",message="set exactly one of configMap or configMapExpr"
+// ValuesLayer is one layer of values: a ConfigMap, or the target cluster's facts.
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.configMapExpr) ? 1 : 0) + (has(self.facts) && self.facts ? 1 : 0) == 1",message="set exactly one of configMap, configMapExpr or facts: true"
 type ValuesLayer struct {
+	// Facts takes the values from the target cluster's facts (WorkloadCluster status.facts, read
+	// from the cluster): kubernetesVersion, nodes, cpu, memory, region, zone, instanceType (the
+	// distinct values, comma-separated) and every key of the site facts ConfigMap.
+	// +optional
+	Facts bool `json:"facts,omitempty"`
 	// ConfigMap names the ConfigMap.
 	// +optional
 	ConfigMap string `json:"configMap,omitempty"`

@@ -9,7 +9,7 @@ import (
 // PackageDeployment, a PackageSet or another PackageVariant takes the downstream package as its
 // package. Chained, variants are the layers blueprint → use → environment, each keeping its own
 // direct edits (3-way merge), each new upstream revision flowing down layer by layer.
-// +kubebuilder:validation:XValidation:rule="!has(self.values) || !has(self.values.hierarchy) || self.values.hierarchy.all(l, !has(l.configMapExpr))",message="spec.values.hierarchy: a PackageVariant has no target to evaluate configMapExpr with: name each layer's configMap"
+// +kubebuilder:validation:XValidation:rule="!has(self.values) || !has(self.values.hierarchy) || self.values.hierarchy.all(l, !has(l.configMapExpr) && !(has(l.facts) && l.facts))",message="spec.values.hierarchy: a PackageVariant has no target cluster (for configMapExpr or facts): name each layer's configMap"
 type PackageVariantSpec struct {
 	// Upstream is the package revision to specialize: a package of a Repository, or the output of
 	// another PackageVariant (its latest published revision).

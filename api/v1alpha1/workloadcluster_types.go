@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,6 +53,11 @@ type WorkloadClusterSpec struct {
 	// flotilla apply the root sync object and read sync health.
 	// +optional
 	KubeConfigSecretRef *SecretKeyReference `json:"kubeConfigSecretRef,omitempty"`
+
+	// FactsConfigMap is the ConfigMap in the workload cluster whose data are the site's own facts
+	// (status.facts.site), read with kubeConfigSecretRef. Default kube-system/flotilla-facts.
+	// +optional
+	FactsConfigMap *NamespacedName `json:"factsConfigMap,omitempty"`
 
 	// Suspend stops flotilla from publishing for this cluster; nothing is removed.
 	// +optional
@@ -231,6 +237,51 @@ type WorkloadClusterStatus struct {
 	// Proposal is the deployed-packages change waiting for approval (Manual only).
 	// +optional
 	Proposal *ProposalStatus `json:"proposal,omitempty"`
+	// Facts are what flotilla last read from the workload cluster (kubeConfigSecretRef):
+	// `target.facts` in a PackageSet's CEL, and a values layer (facts: true).
+	// +optional
+	Facts *ClusterFacts `json:"facts,omitempty"`
+}
+
+// NamespacedName names an object in another cluster.
+type NamespacedName struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ClusterFacts are facts about a workload cluster, read from it.
+type ClusterFacts struct {
+	// KubernetesVersion is the API server's version, e.g. v1.33.1.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Nodes is the number of nodes.
+	Nodes int32 `json:"nodes"`
+	// CPU and Memory are the nodes' allocatable totals.
+	// +optional
+	CPU resource.Quantity `json:"cpu,omitempty"`
+	// +optional
+	Memory resource.Quantity `json:"memory,omitempty"`
+	// Regions, Zones and InstanceTypes are the distinct values of the nodes' well-known labels
+	// topology.kubernetes.io/region, topology.kubernetes.io/zone and
+	// node.kubernetes.io/instance-type, sorted.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Regions []string `json:"regions,omitempty"`
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Zones []string `json:"zones,omitempty"`
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	// Site is the data of the facts ConfigMap (spec.factsConfigMap), where sites publish their own
+	// facts.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Site map[string]string `json:"site,omitempty"`
 }
 
 // DeployedPackagesStatus is one published deployed-packages revision.

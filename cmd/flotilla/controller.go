@@ -37,6 +37,7 @@ type controllerOptions struct {
 	cacheDir         string
 	allowLocal       bool
 	healthInterval   time.Duration
+	factsInterval    time.Duration
 	watchSelector    string
 	watchNamespaces  []string
 	execFunctions    []string
@@ -65,6 +66,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
 	f.BoolVar(&o.allowLocal, "allow-local-repositories", false, "let Repositories name file:// URLs and paths on the controller's machine (demos, benchmarks, tests); off, anyone who may create a Repository could read the controller's disk")
 	f.DurationVar(&o.healthInterval, "health-interval", 10*time.Second, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
+	f.DurationVar(&o.factsInterval, "facts-interval", 5*time.Minute, "how often the facts of workload clusters that have kubeConfigSecretRef are read (status.facts)")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "reconcile and read only in these namespaces (comma-separated; default all): the ServiceAccount then needs a Role in each, and no cluster-wide access")
 	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
@@ -147,7 +149,7 @@ func runController(o controllerOptions) error {
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -32,6 +32,8 @@ import (
 type Options struct {
 	// HealthInterval is how often sync health is re-read from workload clusters (default 10s).
 	HealthInterval time.Duration
+	// FactsInterval is how often the facts of workload clusters are read (default 5m).
+	FactsInterval time.Duration
 	// ExecFunctions names the executables variant pipelines may run as exec functions on the
 	// controller's machine (--allow-exec-functions, see specialize.CheckExecAllowlist); none when
 	// empty.
@@ -84,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers, FactsInterval: opts.FactsInterval},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

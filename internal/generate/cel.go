@@ -217,7 +217,16 @@ func clusterVal(c *Cluster) ref.Val {
 		"labels":      c.Labels,
 		"annotations": c.Annotations,
 		"context":     c.Context,
+		"facts":       factsVal(c.Facts),
 	})
+}
+
+// factsVal is `target.facts`: an empty map for a cluster without facts, so has() tells.
+func factsVal(f map[string]any) ref.Val {
+	if f == nil {
+		f = map[string]any{}
+	}
+	return celMap(f)
 }
 
 func upstreamVal(u Upstream) ref.Val {

@@ -20,6 +20,8 @@ import (
 type Cluster struct {
 	Name, Namespace              string
 	Labels, Annotations, Context map[string]string
+	// Facts is `target.facts`: what flotilla read from the cluster (facts.CEL).
+	Facts map[string]any
 }
 
 // Upstream is the blueprint revision the set deploys (resolved by the controller).
@@ -63,6 +65,8 @@ type Target struct {
 type Layer struct {
 	ConfigMap string
 	Required  bool
+	// Facts takes the layer from the target cluster's facts instead of a ConfigMap.
+	Facts bool
 }
 
 // ObjectRef names an object in the set's namespace.

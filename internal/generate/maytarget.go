@@ -1,6 +1,8 @@
 package generate
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -26,6 +28,36 @@ func MayTarget(set *v1alpha1.PackageSet, cluster string, clusterLabels map[strin
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// UsesFacts reports whether the set reads the clusters' facts: a facts values layer, or an
+// expression that names target.facts (a conservative, textual check: a set that might use them is
+// re-rendered when they change; one that cannot is not).
+func UsesFacts(set *v1alpha1.PackageSet) bool {
+	t := set.Spec.Template
+	exprs := []string{t.NameExpr, t.NamespaceExpr}
+	for _, m := range []map[string]string{t.Labels, t.Annotations} {
+		for _, e := range m {
+			exprs = append(exprs, e)
+		}
+	}
+	if v := set.Spec.Variant; v != nil {
+		for _, l := range v.Values.Hierarchy {
+			if l.Facts {
+				return true
+			}
+			exprs = append(exprs, l.ConfigMapExpr)
+		}
+		for _, in := range v.Injectors {
+			exprs = append(exprs, in.NameExpr)
+		}
+	}
+	for _, e := range exprs {
+		if strings.Contains(e, "facts") {
+			return true
 		}
 	}
 	return false

@@ -34,6 +34,7 @@ type layerExpr struct {
 	name     string
 	expr     *expr
 	required bool
+	facts    bool
 }
 
 type injectorExpr struct {
@@ -81,7 +82,7 @@ func compileTemplate(t v1alpha1.DeploymentTemplate, variant *v1alpha1.VariantSpe
 		return out, nil
 	}
 	for i, l := range variant.Values.Hierarchy {
-		le := layerExpr{name: l.ConfigMap, required: l.Required}
+		le := layerExpr{name: l.ConfigMap, required: l.Required, facts: l.Facts}
 		if l.ConfigMapExpr != "" {
 			if le.expr, err = compile(env, fmt.Sprintf("variant.values.hierarchy[%d].configMapExpr", i), l.ConfigMapExpr, types.StringType); err != nil {
 				return nil, err
@@ -109,7 +110,7 @@ func (t *template) variant(out *Target, vars *templateVars, about string) error 
 				return err
 			}
 		}
-		out.Layers = append(out.Layers, Layer{ConfigMap: name, Required: l.required})
+		out.Layers = append(out.Layers, Layer{ConfigMap: name, Required: l.required, Facts: l.facts})
 	}
 	for _, in := range t.injectors {
 		name, err := in.expr.evalString(vars, about)

@@ -237,7 +237,7 @@ metadata: {name: r}
 spec: {git: {url: file:///x, branchh: main}}
 `, `unknown field "spec.git.branchh"`},
 		"misspelled kind": {"apiVersion: flotilla.dev/v1alpha1\nkind: PackageDeploymnt\nmetadata: {name: d}\nspec: {cluster: {name: c}, package: {name: p, revision: v1}}\n",
-			`kind: Unsupported value: "PackageDeploymnt.v1alpha1": supported values: "PackageDeployment.v1alpha1", "PackageSet.v1alpha1", "Repository.v1alpha1", "WorkloadCluster.v1alpha1"`},
+			`kind: Unsupported value: "PackageDeploymnt.v1alpha1": supported values: "PackageDeployment.v1alpha1", "PackageSet.v1alpha1", "PackageVariant.v1alpha1", "Repository.v1alpha1", "WorkloadCluster.v1alpha1"`},
 		"unknown version": {"apiVersion: flotilla.dev/v1\nkind: Repository\nmetadata: {name: r}\nspec: {git: {url: https://git.example/x.git}}\n", `Unsupported value: "Repository.v1"`},
 		"approval in lower case": {"apiVersion: flotilla.dev/v1alpha1\nkind: WorkloadCluster\nmetadata: {name: c}\nspec: {repository: {name: r}, approval: manual}\n",
 			`spec.approval: Unsupported value: "manual": supported values: "Automatic", "Manual"`},

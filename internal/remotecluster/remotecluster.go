@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -35,6 +36,8 @@ type Clients struct {
 type entry struct {
 	sum    [sha256.Size]byte
 	client client.Client
+	// discovery asks the workload cluster's API server for its version.
+	discovery discovery.ServerVersionInterface
 	// lists caches recent lists of sync objects, so health is read with one request per cluster,
 	// kind and namespace per interval however many deployments the cluster has.
 	lists map[listKey]cachedList
@@ -85,11 +88,30 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", id, err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for cluster %s: %w", id, err)
+	}
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
-	c.clients[id] = entry{sum: sum, client: cl}
+	c.clients[id] = entry{sum: sum, client: cl, discovery: dc}
 	return cl, nil
+}
+
+// Version returns the Kubernetes version of the workload cluster's API server, e.g. v1.33.1.
+func (c *Clients) Version(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster) (string, error) {
+	if _, err := c.For(ctx, reader, cluster); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	dc := c.clients[client.ObjectKeyFromObject(cluster)].discovery
+	c.mu.Unlock()
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("read the version of workload cluster %s: %w", cluster.Name, err)
+	}
+	return v.GitVersion, nil
 }
 
 // Get returns the object of gvk named namespace/name in the workload cluster (nil if it does not

@@ -93,7 +93,7 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 	for _, l := range pv.Spec.Values.Hierarchy {
 		layers = append(layers, generate.Layer{ConfigMap: l.ConfigMap, Required: l.Required})
 	}
-	values, _, err := mergeValues(ctx, r, pv.Namespace, layers, pv.Spec.Values.Inline)
+	values, _, err := mergeValues(ctx, r, pv.Namespace, layers, pv.Spec.Values.Inline, nil)
 	if err != nil {
 		return VariantPlan{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/facts"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -130,7 +131,8 @@ func (p Planner) Inputs(ctx context.Context, r Reader, set *v1alpha1.PackageSet)
 		return in, fmt.Errorf("list clusters: %w", err)
 	}
 	for _, c := range clusters {
-		in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context})
+		in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context,
+			Facts: facts.CEL(c.Status.Facts)})
 	}
 	for _, gvk := range ObjectKinds(set) {
 		objs, err := r.Objects(ctx, set.Namespace, gvk)

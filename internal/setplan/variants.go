@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/facts"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/render"
@@ -95,7 +96,7 @@ func (p Planner) variant(ctx context.Context, r Reader, in generate.Inputs, bp b
 	if err != nil {
 		return v1alpha1.PackageReference{}, "", err
 	}
-	values, origin, err := values(ctx, r, set, t)
+	values, origin, err := mergeValues(ctx, r, set.Namespace, t.Layers, set.Spec.Variant.Values.Inline, func() map[string]string { return facts.Values(cluster.Status.Facts) })
 	if err != nil {
 		return v1alpha1.PackageReference{}, "", err
 	}
@@ -122,18 +123,20 @@ func (p Planner) variant(ctx context.Context, r Reader, in generate.Inputs, bp b
 	return v1alpha1.PackageReference{Name: name, Revision: fmt.Sprintf("v%d", res.Revision.Number)}, origin, nil
 }
 
-// values merges the target's values layers: ConfigMaps in order, then inline values.
-func values(ctx context.Context, r Reader, set *v1alpha1.PackageSet, t generate.Target) (map[string]string, string, error) {
-	return mergeValues(ctx, r, set.Namespace, t.Layers, set.Spec.Variant.Values.Inline)
-}
-
-// mergeValues merges values layers, ConfigMaps of namespace lowest priority first and inline
-// values last, and returns the values and, as JSON, where each came from.
+// mergeValues merges values layers, ConfigMaps of namespace (or the target cluster's facts,
+// factsOf) lowest priority first and inline values last, and returns the values and, as JSON,
+// where each came from.
 func mergeValues(ctx context.Context, r interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
-}, namespace string, configMaps []generate.Layer, inline map[string]string) (map[string]string, string, error) {
+}, namespace string, configMaps []generate.Layer, inline map[string]string, factsOf func() map[string]string) (map[string]string, string, error) {
 	var layers []specialize.Layer
 	for _, l := range configMaps {
+		if l.Facts {
+			if factsOf != nil {
+				layers = append(layers, specialize.Layer{Source: "facts", Values: factsOf()})
+			}
+			continue
+		}
 		cm, err := r.ConfigMap(ctx, namespace, l.ConfigMap)
 		switch {
 		case err != nil:

@@ -4,12 +4,14 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +41,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.PackageSet{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.PackageDeployment{}, enqueue.Coalesced(ownerSet, deploymentDelay)).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster), builder.WithPredicates(clusterChange)).
+		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forFacts), builder.WithPredicates(factsChanged)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
 		Named("packageset").
 		Build(r)
@@ -101,6 +104,33 @@ func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcil
 			if generate.MayTarget(&list.Items[i], cluster.Name, cluster.Labels) {
 				sets[list.Items[i].Name] = true
 			}
+		}
+	}
+	return requests(cluster.Namespace, sets)
+}
+
+// factsChanged passes the cluster updates that change its facts (status.facts).
+var factsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.(*v1alpha1.WorkloadCluster).Status.Facts, e.ObjectNew.(*v1alpha1.WorkloadCluster).Status.Facts)
+	},
+}
+
+// forFacts finds the sets that may target the cluster and use facts (target.facts in an
+// expression, or a facts values layer): a changed fact re-renders only what uses facts.
+func (r *Reconciler) forFacts(ctx context.Context, o client.Object) []reconcile.Request {
+	cluster := o.(*v1alpha1.WorkloadCluster)
+	var list v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
+		return nil
+	}
+	sets := map[string]bool{}
+	for i := range list.Items {
+		if set := &list.Items[i]; generate.UsesFacts(set) && generate.MayTarget(set, cluster.Name, cluster.Labels) {
+			sets[set.Name] = true
 		}
 	}
 	return requests(cluster.Namespace, sets)

@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/bootstrap"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/facts"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
@@ -42,12 +43,19 @@ type Reconciler struct {
 	Clients *remotecluster.Clients
 	// Workers is how many clusters are reconciled (published) at once (at least 1).
 	Workers int
+	// FactsInterval is how often a cluster's facts are read again (default DefaultFactsInterval).
+	FactsInterval time.Duration
 
 	// published remembers, per cluster, the digest of what was last published and when, so a
 	// reconcile that would write the same tree skips the git round trip (at most verifyEvery).
 	publishedMu sync.Mutex
 	published   map[client.ObjectKey]publishedDigest
+	// factsRead remembers when each cluster's facts were last read.
+	factsRead map[client.ObjectKey]time.Time
 }
+
+// DefaultFactsInterval is how often a cluster's facts are read by default.
+const DefaultFactsInterval = 5 * time.Minute
 
 type publishedDigest struct {
 	digest string
@@ -183,7 +191,47 @@ func (r *Reconciler) afterPublish(ctx context.Context, cluster *v1alpha1.Workloa
 	}
 	setBootstrapped(cluster, r.bootstrap(ctx, cluster, repo))
 	setHealthy(cluster, pins)
-	return ctrl.Result{RequeueAfter: bootstrapResync}, nil
+	interval := r.FactsInterval
+	if interval <= 0 {
+		interval = DefaultFactsInterval
+	}
+	if r.factsDue(cluster, interval) {
+		f, err := r.facts(ctx, cluster)
+		setFacts(cluster, f, err)
+	}
+	return ctrl.Result{RequeueAfter: min(bootstrapResync, interval)}, nil
+}
+
+// facts reads the cluster's facts from the workload cluster.
+func (r *Reconciler) facts(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (v1alpha1.ClusterFacts, error) {
+	remote, err := r.Clients.For(ctx, r.APIReader, cluster)
+	if err != nil {
+		return v1alpha1.ClusterFacts{}, err
+	}
+	version, err := r.Clients.Version(ctx, r.APIReader, cluster)
+	if err != nil {
+		return v1alpha1.ClusterFacts{}, err
+	}
+	site := facts.DefaultConfigMap
+	if cm := cluster.Spec.FactsConfigMap; cm != nil {
+		site = *cm
+	}
+	return facts.Read(ctx, remote, version, site)
+}
+
+// factsDue reports whether the cluster's facts are due to be read (and marks them read now).
+func (r *Reconciler) factsDue(cluster *v1alpha1.WorkloadCluster, interval time.Duration) bool {
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	key := client.ObjectKeyFromObject(cluster)
+	if at, ok := r.factsRead[key]; ok && time.Since(at) < interval && cluster.Status.Facts != nil {
+		return false
+	}
+	if r.factsRead == nil {
+		r.factsRead = map[client.ObjectKey]time.Time{}
+	}
+	r.factsRead[key] = time.Now()
+	return true
 }
 
 // upToDate reports whether the cluster's last publish wrote exactly this digest, recently, and
@@ -211,6 +259,7 @@ func (r *Reconciler) forget(key client.ObjectKey) {
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
 	delete(r.published, key)
+	delete(r.factsRead, key)
 }
 
 // bootstrap applies the cluster's root sync object in the workload cluster.

@@ -63,6 +63,19 @@ func setBootstrapped(c *v1alpha1.WorkloadCluster, err error) {
 		fmt.Sprintf("%s is applied in the cluster kubeConfigSecretRef names", render.RootName(c)))
 }
 
+// setFacts records the facts read from the cluster; on an error the previous facts stay (a
+// cluster that cannot be read does not lose its facts, so nothing re-renders because of it).
+func setFacts(c *v1alpha1.WorkloadCluster, f v1alpha1.ClusterFacts, err error) {
+	if err != nil {
+		conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionFactsRead, false, remotecluster.Reason(err, "FactsUnreadable"),
+			err.Error()+"; keeping the facts read before")
+		return
+	}
+	c.Status.Facts = &f
+	conditions.Set(&c.Status.Conditions, c.Generation, v1alpha1.ConditionFactsRead, true, "Read",
+		fmt.Sprintf("Kubernetes %s, %d nodes, %d site facts", f.KubernetesVersion, f.Nodes, len(f.Site)))
+}
+
 // setHealthy sums up the deployments' Synced conditions: the cluster is healthy when the agent
 // reports every published pin applied.
 func setHealthy(c *v1alpha1.WorkloadCluster, pins []render.Pin) {

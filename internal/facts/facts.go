@@ -1,0 +1,154 @@
+// Package facts reads facts about a workload cluster (its Kubernetes version, nodes, allocatable
+// totals, the distinct values of well-known node labels, and a ConfigMap where the site publishes
+// its own facts) and turns them into what PackageSets use: `target.facts` in CEL and a values
+// layer. The workload cluster is input: what it reports is bounded before it reaches status.
+package facts
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// Well-known node labels whose distinct values are facts.
+const (
+	LabelRegion       = "topology.kubernetes.io/region"
+	LabelZone         = "topology.kubernetes.io/zone"
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+)
+
+// DefaultConfigMap is where a site publishes its own facts, unless spec.factsConfigMap says
+// otherwise.
+var DefaultConfigMap = v1alpha1.NamespacedName{Namespace: "kube-system", Name: "flotilla-facts"}
+
+// Bounds on what a workload cluster can put into status.
+const (
+	maxDistinct   = 64
+	maxSiteKeys   = 64
+	maxSiteValue  = 1024
+	maxLabelValue = 63
+)
+
+// Read reads cluster's facts through c (a client of the workload cluster); version is its API
+// server's version. A missing site ConfigMap is no error: the site has no facts of its own.
+func Read(ctx context.Context, c client.Client, version string, site v1alpha1.NamespacedName) (v1alpha1.ClusterFacts, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return v1alpha1.ClusterFacts{}, fmt.Errorf("list nodes: %w", err)
+	}
+	var data map[string]string
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: site.Namespace, Name: site.Name}, cm)
+	switch {
+	case err == nil:
+		data = cm.Data
+	case !apierrors.IsNotFound(err):
+		return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: %w", site.Namespace, site.Name, err)
+	}
+	return From(version, nodes.Items, data)
+}
+
+// From computes facts from what the cluster reported. Site facts beyond the bounds (64 keys,
+// 1 KiB values) are refused as a whole, naming the bound: they would not fit a status.
+func From(version string, nodes []corev1.Node, site map[string]string) (v1alpha1.ClusterFacts, error) {
+	f := v1alpha1.ClusterFacts{KubernetesVersion: version, Nodes: int32(len(nodes))}
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	distinct := map[string]map[string]bool{LabelRegion: {}, LabelZone: {}, LabelInstanceType: {}}
+	for _, n := range nodes {
+		if q, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok {
+			cpu.Add(q)
+		}
+		if q, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok {
+			mem.Add(q)
+		}
+		for label, seen := range distinct {
+			if v := n.Labels[label]; v != "" && len(v) <= maxLabelValue && len(seen) < maxDistinct {
+				seen[v] = true
+			}
+		}
+	}
+	f.CPU, f.Memory = canonical(cpu), canonical(mem)
+	f.Regions, f.Zones, f.InstanceTypes = sorted(distinct[LabelRegion]), sorted(distinct[LabelZone]), sorted(distinct[LabelInstanceType])
+	if len(site) > maxSiteKeys {
+		return f, fmt.Errorf("the site facts ConfigMap has %d keys, more than the %d flotilla takes", len(site), maxSiteKeys)
+	}
+	for k, v := range site {
+		if len(v) > maxSiteValue {
+			return f, fmt.Errorf("site fact %q is %d bytes, more than the %d flotilla takes", k, len(v), maxSiteValue)
+		}
+	}
+	if len(site) > 0 {
+		f.Site = maps.Clone(site)
+	}
+	return f, nil
+}
+
+// canonical is q written the way it reads back from the API server, so equal facts compare equal.
+func canonical(q resource.Quantity) resource.Quantity {
+	return resource.MustParse(q.String())
+}
+
+func sorted(set map[string]bool) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// Values are the facts as a values layer: kubernetesVersion, nodes, cpu, memory, region, zone and
+// instanceType (distinct values, comma-separated), then every site fact.
+func Values(f *v1alpha1.ClusterFacts) map[string]string {
+	if f == nil {
+		return nil
+	}
+	out := map[string]string{
+		"kubernetesVersion": f.KubernetesVersion,
+		"nodes":             strconv.Itoa(int(f.Nodes)),
+		"cpu":               f.CPU.String(),
+		"memory":            f.Memory.String(),
+		"region":            strings.Join(f.Regions, ","),
+		"zone":              strings.Join(f.Zones, ","),
+		"instanceType":      strings.Join(f.InstanceTypes, ","),
+	}
+	maps.Copy(out, f.Site)
+	return out
+}
+
+// CEL is the facts as `target.facts` in CEL: strings, the node count as an int, the label values
+// as lists, cpu and memory as quantities' strings and site as a map. Without facts it is empty, so
+// `has(target.facts.kubernetesVersion)` tells whether they were read.
+func CEL(f *v1alpha1.ClusterFacts) map[string]any {
+	if f == nil {
+		return map[string]any{}
+	}
+	site := f.Site
+	if site == nil {
+		site = map[string]string{}
+	}
+	list := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return s
+	}
+	return map[string]any{
+		"kubernetesVersion": f.KubernetesVersion,
+		"nodes":             int64(f.Nodes),
+		"cpu":               f.CPU.String(),
+		"memory":            f.Memory.String(),
+		"regions":           list(f.Regions),
+		"zones":             list(f.Zones),
+		"instanceTypes":     list(f.InstanceTypes),
+		"site":              site,
+	}
+}

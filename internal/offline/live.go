@@ -56,7 +56,7 @@ func FromAPI(ctx context.Context, c client.Reader, namespace string) (*Fleet, er
 		return nil
 	}
 	flotilla := v1alpha1.GroupVersion.String()
-	for _, kind := range []string{"Repository", "WorkloadCluster", "PackageSet"} {
+	for _, kind := range []string{"Repository", "WorkloadCluster", "PackageSet", "PackageVariant"} {
 		if err := list(flotilla, kind, nil); err != nil {
 			return nil, err
 		}

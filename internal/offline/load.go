@@ -34,6 +34,7 @@ type Fleet struct {
 	Clusters     map[string]*v1alpha1.WorkloadCluster
 	Deployments  map[string]*v1alpha1.PackageDeployment
 	Sets         map[string]*v1alpha1.PackageSet
+	Variants     map[string]*v1alpha1.PackageVariant
 	Secrets      map[string]*corev1.Secret
 	// Objects holds every other object, for objects generators.
 	Objects []*unstructured.Unstructured
@@ -105,6 +106,7 @@ func newFleet() *Fleet {
 		Clusters:     map[string]*v1alpha1.WorkloadCluster{},
 		Deployments:  map[string]*v1alpha1.PackageDeployment{},
 		Sets:         map[string]*v1alpha1.PackageSet{},
+		Variants:     map[string]*v1alpha1.PackageVariant{},
 		Secrets:      map[string]*corev1.Secret{},
 	}
 }
@@ -162,6 +164,8 @@ func (f *Fleet) addDoc(where string, doc []byte) error {
 			obj = &v1alpha1.PackageDeployment{}
 		case "PackageSet":
 			obj = &v1alpha1.PackageSet{}
+		case "PackageVariant":
+			obj = &v1alpha1.PackageVariant{}
 		default:
 			return fmt.Errorf("%s: flotilla render does not read kind %s", id, gvk.Kind)
 		}
@@ -192,6 +196,8 @@ func (f *Fleet) addDoc(where string, doc []byte) error {
 		f.Deployments[key] = o
 	case *v1alpha1.PackageSet:
 		f.Sets[key] = o
+	case *v1alpha1.PackageVariant:
+		f.Variants[key] = o
 	case *corev1.Secret:
 		f.Secrets[key] = o
 	}

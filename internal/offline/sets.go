@@ -27,6 +27,11 @@ func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 	f := *in
 	f.Deployments = maps.Clone(in.Deployments)
 	planner := setplan.Planner{Git: git, OwnedUnknown: true}
+	variants, err := publishVariants(ctx, planner, in)
+	if err != nil {
+		return nil, err
+	}
+	f.Variants = variants
 	for _, key := range slices.Sorted(maps.Keys(f.Sets)) {
 		set := f.Sets[key]
 		if in.Only != nil {
@@ -51,6 +56,51 @@ func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 		}
 	}
 	return &f, f.validate()
+}
+
+// publishVariants publishes every PackageVariant's downstream revision with the controller's core
+// (setplan.PlanVariant), each after the variant it takes as upstream, and returns the variants
+// with their status as the controller would write it. Any failure (a conflict, a cycle, an
+// upstream variant that does not exist) is an error: render publishes nothing after it.
+func publishVariants(ctx context.Context, planner setplan.Planner, in *Fleet) (map[string]*v1alpha1.PackageVariant, error) {
+	out := map[string]*v1alpha1.PackageVariant{}
+	for k, pv := range in.Variants {
+		out[k] = pv.DeepCopy()
+	}
+	view := *in
+	view.Variants = out
+	r := files{f: &view}
+	done := map[string]bool{}
+	for len(done) < len(out) {
+		progressed := false
+		for _, key := range slices.Sorted(maps.Keys(out)) {
+			pv := out[key]
+			if done[key] {
+				continue
+			}
+			if up := pv.Spec.Upstream.Variant; up != "" && !done[pv.Namespace+"/"+up] {
+				if _, ok := out[pv.Namespace+"/"+up]; ok {
+					continue // after its upstream
+				}
+			}
+			plan, err := planner.PlanVariant(ctx, r, pv)
+			if err != nil {
+				return nil, fmt.Errorf("PackageVariant %s: %w", key, err)
+			}
+			pv.Status.Upstream, pv.Status.Downstream, pv.Status.Lineage = &plan.Upstream, &plan.Downstream, plan.Lineage
+			done[key], progressed = true, true
+		}
+		if !progressed {
+			// What is left names each other: PlanVariant says which cycle.
+			for _, key := range slices.Sorted(maps.Keys(out)) {
+				if !done[key] {
+					_, err := planner.PlanVariant(ctx, r, out[key])
+					return nil, fmt.Errorf("PackageVariant %s: %w", key, err)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // files is what the planning core reads, from the input files.
@@ -116,4 +166,8 @@ func (r files) Object(_ context.Context, apiVersion, kind, namespace, name strin
 		}
 	}
 	return nil, nil
+}
+
+func (r files) Variant(_ context.Context, namespace, name string) (*v1alpha1.PackageVariant, error) {
+	return r.f.Variants[namespace+"/"+name], nil
 }

@@ -25,6 +25,7 @@ type Snapshot struct {
 	Clusters    []v1alpha1.WorkloadCluster
 	Deployments []v1alpha1.PackageDeployment
 	Sets        []v1alpha1.PackageSet
+	Variants    []v1alpha1.PackageVariant
 }
 
 // List is the snapshot's objects as a v1 List, clusters, then deployments, then sets, each
@@ -56,6 +57,11 @@ func List(s Snapshot) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	for i := range s.Variants {
+		if err := add("PackageVariant", &s.Variants[i]); err != nil {
+			return nil, err
+		}
+	}
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
 }
 
@@ -65,12 +71,13 @@ func Read(ctx context.Context, c client.Reader, namespace string) (Snapshot, err
 	var clusters v1alpha1.WorkloadClusterList
 	var deployments v1alpha1.PackageDeploymentList
 	var sets v1alpha1.PackageSetList
-	for _, l := range []client.ObjectList{&clusters, &deployments, &sets} {
+	var variants v1alpha1.PackageVariantList
+	for _, l := range []client.ObjectList{&clusters, &deployments, &sets, &variants} {
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return s, err
 		}
 	}
-	s.Clusters, s.Deployments, s.Sets = clusters.Items, deployments.Items, sets.Items
+	s.Clusters, s.Deployments, s.Sets, s.Variants = clusters.Items, deployments.Items, sets.Items, variants.Items
 	return s, nil
 }
 
@@ -99,6 +106,9 @@ func Print(w io.Writer, s Snapshot) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printLineage(w, s, deployments); err != nil {
+		return err
+	}
 	if len(s.Sets) == 0 {
 		return nil
 	}
@@ -111,6 +121,63 @@ func Print(w io.Writer, s Snapshot) error {
 			set.Status.Targets, set.Status.Updated, set.Status.Ready, rollout(&set), condition(set.Status.Conditions, v1alpha1.ConditionReady))
 	}
 	return tw.Flush()
+}
+
+// printLineage writes the variants table, and for each deployment that pins a variant's output,
+// the chain it runs: which blueprint revision, through which layers.
+func printLineage(w io.Writer, s Snapshot, deployments []v1alpha1.PackageDeployment) error {
+	if len(s.Variants) == 0 {
+		return nil
+	}
+	variants := append([]v1alpha1.PackageVariant(nil), s.Variants...)
+	sort.Slice(variants, func(i, j int) bool { return variants[i].Namespace+"/"+variants[i].Name < variants[j].Namespace+"/"+variants[j].Name })
+	byTag := map[string]*v1alpha1.PackageVariant{}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGEVARIANT\tDOWNSTREAM\tLINEAGE\tSTATUS")
+	for i := range variants {
+		pv := &variants[i]
+		down := "-"
+		if d := pv.Status.Downstream; d != nil {
+			down = d.Tag
+			byTag[pv.Namespace+"/"+d.Repository+"/"+d.Tag] = pv
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pv.Name, down, chain(pv.Status.Lineage), condition(pv.Status.Conditions, v1alpha1.ConditionReady))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, pd := range deployments {
+		r := pd.Status.Resolved
+		if r == nil {
+			continue
+		}
+		if pv := byTag[pd.Namespace+"/"+r.Repository+"/"+r.Tag]; pv != nil {
+			fmt.Fprintf(w, "%s on %s runs %s ← %s\n", pd.Name, pd.Spec.Cluster.Name, r.Tag, chainUp(pv.Status.Lineage))
+		}
+	}
+	return nil
+}
+
+// chain is a lineage root first: free5gc-upf/v7 → upf-telco/v4.
+func chain(l []v1alpha1.LineageEntry) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	tags := make([]string, len(l))
+	for i, e := range l {
+		tags[i] = e.Tag
+	}
+	return strings.Join(tags, " → ")
+}
+
+// chainUp is a lineage nearest first: upf-telco/v4 ← free5gc-upf/v7.
+func chainUp(l []v1alpha1.LineageEntry) string {
+	tags := make([]string, 0, len(l))
+	for i := len(l) - 1; i >= 0; i-- {
+		tags = append(tags, l[i].Tag)
+	}
+	return strings.Join(tags, " ← ")
 }
 
 func pinned(pd *v1alpha1.PackageDeployment) string {

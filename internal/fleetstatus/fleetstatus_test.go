@@ -50,6 +50,18 @@ func TestPrint(t *testing.T) {
 				Conditions: []metav1.Condition{cond("Ready", "False", "RolloutPaused")}},
 		}},
 	}
+	// A chain upf-telco → upf-telco-prod, whose output edge01's deployment runs.
+	s.Variants = []v1alpha1.PackageVariant{
+		{ObjectMeta: metav1.ObjectMeta{Name: "upf-telco-prod", Namespace: "fleet"}, Status: v1alpha1.PackageVariantStatus{
+			Downstream: &v1alpha1.ResolvedRevision{Repository: "blueprints", Tag: "upf-telco-prod/v2"},
+			Lineage:    []v1alpha1.LineageEntry{{Tag: "free5gc-upf/v7"}, {Variant: "upf-telco", Tag: "upf-telco/v4"}},
+			Conditions: []metav1.Condition{cond("Ready", "True", "Published")}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "upf-telco", Namespace: "fleet"}, Status: v1alpha1.PackageVariantStatus{
+			Downstream: &v1alpha1.ResolvedRevision{Repository: "blueprints", Tag: "upf-telco/v4"},
+			Lineage:    []v1alpha1.LineageEntry{{Tag: "free5gc-upf/v7"}},
+			Conditions: []metav1.Condition{cond("Ready", "False", "MergeConflict")}}},
+	}
+	s.Deployments[1].Status.Resolved = &v1alpha1.ResolvedRevision{Repository: "blueprints", Revision: 2, Tag: "upf-telco-prod/v2"}
 	var b bytes.Buffer
 	if err := Print(&b, s); err != nil {
 		t.Fatal(err)

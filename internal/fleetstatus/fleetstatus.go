@@ -130,7 +130,9 @@ func printLineage(w io.Writer, s Snapshot, deployments []v1alpha1.PackageDeploym
 		return nil
 	}
 	variants := append([]v1alpha1.PackageVariant(nil), s.Variants...)
-	sort.Slice(variants, func(i, j int) bool { return variants[i].Namespace+"/"+variants[i].Name < variants[j].Namespace+"/"+variants[j].Name })
+	sort.Slice(variants, func(i, j int) bool {
+		return variants[i].Namespace+"/"+variants[i].Name < variants[j].Namespace+"/"+variants[j].Name
+	})
 	byTag := map[string]*v1alpha1.PackageVariant{}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

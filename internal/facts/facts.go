@@ -123,32 +123,3 @@ func Values(f *v1alpha1.ClusterFacts) map[string]string {
 	maps.Copy(out, f.Site)
 	return out
 }
-
-// CEL is the facts as `target.facts` in CEL: strings, the node count as an int, the label values
-// as lists, cpu and memory as quantities' strings and site as a map. Without facts it is empty, so
-// `has(target.facts.kubernetesVersion)` tells whether they were read.
-func CEL(f *v1alpha1.ClusterFacts) map[string]any {
-	if f == nil {
-		return map[string]any{}
-	}
-	site := f.Site
-	if site == nil {
-		site = map[string]string{}
-	}
-	list := func(s []string) []string {
-		if s == nil {
-			return []string{}
-		}
-		return s
-	}
-	return map[string]any{
-		"kubernetesVersion": f.KubernetesVersion,
-		"nodes":             int64(f.Nodes),
-		"cpu":               f.CPU.String(),
-		"memory":            f.Memory.String(),
-		"regions":           list(f.Regions),
-		"zones":             list(f.Zones),
-		"instanceTypes":     list(f.InstanceTypes),
-		"site":              site,
-	}
-}

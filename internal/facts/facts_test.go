@@ -33,12 +33,6 @@ func TestFrom(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
-	if c := CEL(&f); c["nodes"] != int64(3) || fmt.Sprint(c["zones"]) != "[eu-west-1a eu-west-1b]" {
-		t.Errorf("CEL facts = %v", c)
-	}
-	if c := CEL(nil); len(c) != 0 {
-		t.Errorf("CEL(nil) = %v, want empty", c)
-	}
 }
 
 // A workload cluster's site ConfigMap is input: beyond the bounds it is refused, naming the bound.

@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
 
 // costLimit bounds one evaluation of one expression. It is Kubernetes' per-call limit
@@ -221,12 +223,30 @@ func clusterVal(c *Cluster) ref.Val {
 	})
 }
 
-// factsVal is `target.facts`: an empty map for a cluster without facts, so has() tells.
-func factsVal(f map[string]any) ref.Val {
+// factsVal is `target.facts`: strings, the node count as an int, the label values as lists, cpu
+// and memory as quantities' strings and site as a map. A cluster whose facts were not read has
+// every fact at its zero value (kubernetesVersion == ”), so expressions never fail on a missing
+// key.
+func factsVal(f *v1alpha1.ClusterFacts) ref.Val {
 	if f == nil {
-		f = map[string]any{}
+		f = &v1alpha1.ClusterFacts{}
 	}
-	return celMap(f)
+	list := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return s
+	}
+	return celMap(map[string]any{
+		"kubernetesVersion": f.KubernetesVersion,
+		"nodes":             int64(f.Nodes),
+		"cpu":               f.CPU.String(),
+		"memory":            f.Memory.String(),
+		"regions":           list(f.Regions),
+		"zones":             list(f.Zones),
+		"instanceTypes":     list(f.InstanceTypes),
+		"site":              f.Site,
+	})
 }
 
 func upstreamVal(u Upstream) ref.Val {

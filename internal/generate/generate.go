@@ -20,8 +20,9 @@ import (
 type Cluster struct {
 	Name, Namespace              string
 	Labels, Annotations, Context map[string]string
-	// Facts is `target.facts`: what flotilla read from the cluster (facts.CEL).
-	Facts map[string]any
+	// Facts are what flotilla read from the cluster (status.facts), `target.facts` in CEL; nil
+	// before they are read (every fact is then its zero value).
+	Facts *v1alpha1.ClusterFacts
 }
 
 // Upstream is the blueprint revision the set deploys (resolved by the controller).

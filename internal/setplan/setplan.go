@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/facts"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
@@ -132,7 +131,7 @@ func (p Planner) Inputs(ctx context.Context, r Reader, set *v1alpha1.PackageSet)
 	}
 	for _, c := range clusters {
 		in.Clusters = append(in.Clusters, generate.Cluster{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels, Annotations: c.Annotations, Context: c.Spec.Context,
-			Facts: facts.CEL(c.Status.Facts)})
+			Facts: c.Status.Facts})
 	}
 	for _, gvk := range ObjectKinds(set) {
 		objs, err := r.Objects(ctx, set.Namespace, gvk)

@@ -27,6 +27,15 @@ type PackageVariantSpec struct {
 	// +optional
 	Pipeline *VariantPipeline `json:"pipeline,omitempty"`
 
+	// Approval: Automatic publishes each new downstream revision at once; Manual proposes it on
+	// branch proposed/<package>/vN and publishes it when the annotation flotilla.dev/approve
+	// names status.proposal.commit (the rule of WorkloadCluster approvals). The layers below move
+	// only once it is published.
+	// +kubebuilder:validation:Enum=Automatic;Manual
+	// +kubebuilder:default=Automatic
+	// +optional
+	Approval Approval `json:"approval,omitempty"`
+
 	// Suspend stops publishing: the downstream package keeps its revisions.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -86,6 +95,29 @@ type PackageVariantStatus struct {
 	Downstream *ResolvedRevision `json:"downstream,omitempty"`
 	// Lineage lists the revisions above this variant, the root blueprint first and Upstream
 	// last: which blueprint revision the downstream comes from, through which layers.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Lineage []LineageEntry `json:"lineage,omitempty"`
+	// Proposal is the downstream revision waiting for approval (approval Manual).
+	// +optional
+	Proposal *VariantProposal `json:"proposal,omitempty"`
+	// ApprovedCommit is the proposal commit whose approval published status.downstream: an
+	// approval annotation still naming it approves nothing more.
+	// +optional
+	ApprovedCommit string `json:"approvedCommit,omitempty"`
+}
+
+// VariantProposal is a downstream revision waiting for approval.
+type VariantProposal struct {
+	// Revision is the N it will be published as.
+	Revision int `json:"revision"`
+	// Branch holds the proposed commit.
+	Branch string `json:"branch"`
+	// Commit is the proposed commit; approve it with flotilla.dev/approve=<commit>.
+	Commit string `json:"commit"`
+	// Upstream is the upstream revision the proposal was rendered from.
+	Upstream ResolvedRevision `json:"upstream"`
+	// Lineage is the lineage the downstream gets once approved.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Lineage []LineageEntry `json:"lineage,omitempty"`

@@ -132,3 +132,51 @@ func TestPackageVariantRefusals(t *testing.T) {
 	})
 	f.g.Expect(err).To(MatchError(ContainSubstring("set either variant")))
 }
+
+// A layer with approval Manual proposes each new revision and publishes it only when its
+// flotilla.dev/approve annotation names the proposal's commit; the deployment below moves then.
+func TestPackageVariantApproval(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	gittest.Commit(t, f.catalog, "upf", map[string]string{"upf/Kptfile": upfKptfile, "upf/deployment.yaml": upfDeployment("30")}, "upf/v1")
+	f.git.CreateRepo(t, "blueprints")
+	for _, name := range []string{"catalog", "blueprints", "edge01"} {
+		f.repository(name)
+	}
+	f.cluster()
+	pv := &v1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Name: "upf-prod", Namespace: f.ns},
+		Spec: v1alpha1.PackageVariantSpec{
+			Upstream:   v1alpha1.VariantUpstream{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "upf"},
+			Downstream: v1alpha1.VariantDownstream{Repository: v1alpha1.LocalObjectReference{Name: "blueprints"}, Package: "upf-prod"},
+			Values:     v1alpha1.VariantValues{Inline: map[string]string{"replicas": "3"}},
+			Approval:   v1alpha1.ApprovalManual,
+		},
+	}
+	f.create(pv)
+	waiting := f.condition(pv, func() []metav1.Condition { return pv.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForApproval")
+	g.Expect(pv.Status.Proposal).NotTo(BeNil())
+	g.Expect(waiting.Message).To(SatisfyAll(ContainSubstring("proposed/upf-prod/v1"), ContainSubstring("flotilla.dev/approve="+pv.Status.Proposal.Commit)))
+	g.Expect(gittest.Tags(t, f.git.Dir("blueprints"))).NotTo(HaveKey("upf-prod/v1"), "nothing is published before the approval")
+	pd := f.deployment("upf", "upf-prod", "latest", func(pd *v1alpha1.PackageDeployment) { pd.Spec.Package.Repository.Name = "blueprints" })
+
+	// A wrong approval publishes nothing and says why.
+	f.update(pv, func() { pv.Annotations = map[string]string{v1alpha1.AnnotationApprove: "v1"} })
+	f.condition(pv, func() []metav1.Condition { return pv.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "ApprovalInvalid")
+
+	commit := pv.Status.Proposal.Commit
+	f.update(pv, func() { pv.Annotations = map[string]string{v1alpha1.AnnotationApprove: commit} })
+	f.condition(pv, func() []metav1.Condition { return pv.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	g.Expect(pv.Status.Downstream.Tag).To(Equal("upf-prod/v1"))
+	g.Expect(pv.Status.ApprovedCommit).To(Equal(commit))
+	g.Expect(pv.Status.Proposal).To(BeNil())
+	g.Expect(gittest.ReadFile(t, f.git.Dir("blueprints"), "upf-prod/v1", "upf-prod/deployment.yaml")).To(ContainSubstring("replicas: 3 "))
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "upf", Tag: "upf-prod/v1"}))
+
+	// The next blueprint revision waits again; the deployment stays.
+	gittest.Commit(t, f.catalog, "upf", map[string]string{"upf/Kptfile": upfKptfile, "upf/deployment.yaml": upfDeployment("60")}, "upf/v2")
+	f.condition(pv, func() []metav1.Condition { return pv.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForApproval")
+	g.Expect(pv.Status.Proposal.Upstream.Tag).To(Equal("upf/v2"))
+	g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+	g.Expect(pd.Status.Resolved.Tag).To(Equal("upf-prod/v1"))
+}

@@ -56,6 +56,19 @@ func ApprovalValue(p *v1alpha1.ProposalStatus) (string, error) {
 // the commit that was reviewed, so a proposal whose content changed since (a new commit) is not
 // approved by it.
 func DecideApproval(cluster, value string, proposal *v1alpha1.ProposalStatus, published *v1alpha1.DeployedPackagesStatus) ApprovalDecision {
+	return Decide("flotilla approve "+cluster+" (or annotate it "+v1alpha1.AnnotationApprove+"="+commitOf(proposal)+")", value, proposal, published)
+}
+
+func commitOf(p *v1alpha1.ProposalStatus) string {
+	if p == nil {
+		return ""
+	}
+	return p.Commit
+}
+
+// Decide is DecideApproval for any object approved by its flotilla.dev/approve annotation
+// (a cluster, a PackageVariant layer); approve is the command that approves it, for messages.
+func Decide(approve, value string, proposal *v1alpha1.ProposalStatus, published *v1alpha1.DeployedPackagesStatus) ApprovalDecision {
 	value = strings.ToLower(strings.TrimSpace(value))
 	if value == "" || proposal == nil {
 		return ApprovalDecision{State: NotApproved}
@@ -63,7 +76,7 @@ func DecideApproval(cluster, value string, proposal *v1alpha1.ProposalStatus, pu
 	if value == proposal.Commit {
 		return ApprovalDecision{State: Approved}
 	}
-	howTo := fmt.Sprintf("review %s, then run flotilla approve %s (or annotate it %s=%s)", proposal.Branch, cluster, v1alpha1.AnnotationApprove, proposal.Commit)
+	howTo := fmt.Sprintf("review %s, then run %s", proposal.Branch, approve)
 	switch {
 	case revisionNum.MatchString(value):
 		return ApprovalDecision{State: ApprovalInvalid, Message: fmt.Sprintf(

@@ -87,7 +87,8 @@ func publishVariants(ctx context.Context, planner setplan.Planner, in *Fleet) (m
 			if err != nil {
 				return nil, fmt.Errorf("PackageVariant %s: %w", key, err)
 			}
-			pv.Status.Upstream, pv.Status.Downstream, pv.Status.Lineage = &plan.Upstream, &plan.Downstream, plan.Lineage
+			pv.Status.Upstream, pv.Status.Downstream, pv.Status.Lineage = plan.Upstream, plan.Downstream, plan.Lineage
+			pv.Status.Proposal, pv.Status.ApprovedCommit = plan.Proposal, plan.ApprovedCommit
 			done[key], progressed = true, true
 		}
 		if !progressed {

@@ -86,6 +86,10 @@ func (s *Store) planApprove(m *mirror, branch, pkg string, number int, want stri
 		refspec("", publish, "refs/tags/"+tag),
 		config.RefSpec(":refs/heads/"+proposalBranch(pkg, number)),
 	)
+	// The render behind the proposal becomes the package's: the base of its next 3-way merge.
+	if ref, err := m.repo.Storer.Reference(proposedRenderedRef(pkg, number)); err == nil {
+		specs = append(specs, refspec("+", ref.Hash(), renderedRef(pkg).String()), config.RefSpec(":"+proposedRenderedRef(pkg, number).String()))
+	}
 	res := PublishResult{Changed: true, Revision: number, Tag: tag, Commit: publish.String()}
 	return plan{refspecs: specs, result: res}, nil
 }

@@ -44,13 +44,19 @@ type PublishRequest struct {
 	// Rendered, when set, is what flotilla rendered for P before merging it with the branch's
 	// copy. It is kept beside the revision, under refs/flotilla/rendered/P (never on a branch, so
 	// no agent deploys it), in the same atomic push, as the base of the next 3-way merge (see
-	// ReadRendered). Ignored for proposals.
+	// ReadRendered). For a proposal it is kept beside the proposal
+	// (refs/flotilla/proposed-rendered/P/vN) and becomes P's render when the proposal is approved.
 	Rendered map[string][]byte
 }
 
 // renderedRef is where the render behind P's latest revision is kept.
 func renderedRef(pkg string) plumbing.ReferenceName {
 	return plumbing.ReferenceName("refs/flotilla/rendered/" + pkg)
+}
+
+// proposedRenderedRef is where the render behind proposal P/vN is kept until it is approved.
+func proposedRenderedRef(pkg string, n int) plumbing.ReferenceName {
+	return plumbing.ReferenceName(fmt.Sprintf("refs/flotilla/proposed-rendered/%s/v%d", pkg, n))
 }
 
 // PublishResult is the outcome of Publish or Approve.
@@ -78,12 +84,10 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 	if err := validateFiles(req.Files); err != nil {
 		return PublishResult{}, fmt.Errorf("publish %s: %w", pkg, err)
 	}
-	if req.Rendered != nil && !req.Proposal {
+	if req.Rendered != nil {
 		if err := validateFiles(req.Rendered); err != nil {
 			return PublishResult{}, fmt.Errorf("publish %s: rendered: %w", pkg, err)
 		}
-	} else {
-		req.Rendered = nil
 	}
 	m, ep, unlock, err := s.lock(r)
 	if err != nil {
@@ -103,8 +107,12 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 		if err != nil {
 			return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)
 		}
-		if req.Rendered != nil {
-			spec, err := s.keepRendered(m, pkg, req.Rendered)
+		if req.Rendered != nil && (!req.Proposal || p.result.Branch != "") {
+			ref := renderedRef(pkg)
+			if req.Proposal {
+				ref = proposedRenderedRef(pkg, p.result.Revision)
+			}
+			spec, err := s.keepRendered(m, ref, pkg, req.Rendered)
 			if err != nil {
 				return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)
 			}
@@ -213,7 +221,7 @@ func (s *Store) planPublish(c change, req PublishRequest) (plan, error) {
 
 // keepRendered returns the refspec that makes refs/flotilla/rendered/P a commit of files, "" when
 // it already is one. The ref is flotilla's own bookkeeping: it is forced, never a tag or branch.
-func (s *Store) keepRendered(m *mirror, pkg string, files map[string][]byte) (config.RefSpec, error) {
+func (s *Store) keepRendered(m *mirror, name plumbing.ReferenceName, pkg string, files map[string][]byte) (config.RefSpec, error) {
 	sub, err := buildPackageTree(m.repo.Storer, files)
 	if err != nil {
 		return "", err
@@ -223,7 +231,6 @@ func (s *Store) keepRendered(m *mirror, pkg string, files map[string][]byte) (co
 	if err != nil {
 		return "", err
 	}
-	name := renderedRef(pkg)
 	var parent plumbing.Hash
 	ref, err := m.repo.Storer.Reference(name)
 	switch {

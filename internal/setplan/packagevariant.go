@@ -41,11 +41,35 @@ const maxChain = 32
 
 // VariantPlan is what a PackageVariant rendered and published.
 type VariantPlan struct {
-	Upstream   v1alpha1.ResolvedRevision
-	Downstream v1alpha1.ResolvedRevision
+	// Upstream, Downstream and Lineage are the published revision and where it comes from (the
+	// previous ones when nothing is published yet and a proposal waits).
+	Upstream   *v1alpha1.ResolvedRevision
+	Downstream *v1alpha1.ResolvedRevision
 	Lineage    []v1alpha1.LineageEntry
 	// Changed is true when a new downstream revision was published.
 	Changed bool
+	// Proposal is the revision waiting for approval (approval Manual), nil when none waits.
+	Proposal *v1alpha1.VariantProposal
+	// ApprovedCommit is the proposal commit whose approval published Downstream.
+	ApprovedCommit string
+	// Approval is the verdict on the flotilla.dev/approve annotation (approval Manual).
+	Approval fleet.ApprovalDecision
+}
+
+// ApproveCommand is how a person approves pv's pending proposal, for messages.
+func ApproveCommand(pv *v1alpha1.PackageVariant, commit string) string {
+	return fmt.Sprintf("kubectl annotate packagevariant %s -n %s --overwrite %s=%s", pv.Name, pv.Namespace, v1alpha1.AnnotationApprove, commit)
+}
+
+// approval is pv's proposal and published revision in the shape fleet.Decide judges.
+func approval(pv *v1alpha1.PackageVariant, proposal *v1alpha1.VariantProposal) fleet.ApprovalDecision {
+	if proposal == nil {
+		return fleet.ApprovalDecision{}
+	}
+	p := &v1alpha1.ProposalStatus{Revision: proposal.Revision, Branch: proposal.Branch, Commit: proposal.Commit,
+		Summary: "rendered from " + proposal.Upstream.Tag}
+	published := &v1alpha1.DeployedPackagesStatus{ApprovedCommit: pv.Status.ApprovedCommit}
+	return fleet.Decide(ApproveCommand(pv, proposal.Commit), pv.Annotations[v1alpha1.AnnotationApprove], p, published)
 }
 
 // PlanVariant renders pv from its upstream revision (a package revision, or the latest revision
@@ -108,6 +132,19 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 		Pipeline:      pipeline(pv.Spec.Pipeline),
 		Exec:          p.Exec,
 	}
+	plan := VariantPlan{Upstream: pv.Status.Upstream, Downstream: pv.Status.Downstream, Lineage: pv.Status.Lineage, ApprovedCommit: pv.Status.ApprovedCommit}
+	manual := pv.Spec.Approval == v1alpha1.ApprovalManual
+	if pr := pv.Status.Proposal; manual && approval(pv, pr).State == fleet.Approved {
+		// The commit is checked again against the proposal branch in the publishing push.
+		res, err := p.Git.Approve(ctx, target, req.PackagePath, pr.Revision, pr.Commit)
+		if err != nil {
+			return plan, fmt.Errorf("approve %s: %w", pr.Branch, err)
+		}
+		up := pr.Upstream
+		plan.Upstream, plan.Lineage, plan.ApprovedCommit, plan.Changed = &up, pr.Lineage, pr.Commit, true
+		plan.Downstream = &v1alpha1.ResolvedRevision{Repository: down.Name, Revision: res.Revision, Tag: res.Tag, Commit: res.Commit, Directory: "/" + req.PackagePath}
+	}
+	req.Proposal = manual
 	res, err := variant.Publish(ctx, p.Git, req)
 	if err != nil {
 		var conflict *specialize.Conflict
@@ -118,13 +155,20 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 		return VariantPlan{}, err
 	}
 	lineage := append(slices.Clone(up.lineage), v1alpha1.LineageEntry{Variant: pv.Spec.Upstream.Variant, Repository: repo.Name, Tag: rev.Tag, Commit: rev.Commit})
-	return VariantPlan{
-		Upstream: rev,
-		Downstream: v1alpha1.ResolvedRevision{Repository: down.Name, Revision: res.Revision.Number, Tag: res.Revision.Tag, Commit: res.Revision.Commit,
-			Directory: "/" + req.PackagePath},
-		Lineage: lineage,
-		Changed: res.Changed,
-	}, nil
+	switch {
+	case res.Branch != "":
+		plan.Proposal = &v1alpha1.VariantProposal{Revision: res.Revision.Number, Branch: res.Branch, Commit: res.Revision.Commit, Upstream: rev, Lineage: lineage}
+	case res.Revision.Tag != "":
+		// Published (Automatic), or already what the branch holds: that revision is current.
+		plan.Upstream, plan.Lineage = &rev, lineage
+		plan.Downstream = &v1alpha1.ResolvedRevision{Repository: down.Name, Revision: res.Revision.Number, Tag: res.Revision.Tag, Commit: res.Revision.Commit,
+			Directory: "/" + req.PackagePath}
+		plan.Changed = plan.Changed || res.Changed
+	}
+	if manual {
+		plan.Approval = approval(pv, plan.Proposal)
+	}
+	return plan, nil
 }
 
 // variantUpstream is where a variant's upstream is: a package of a Repository, or the latest

@@ -39,13 +39,19 @@ type Request struct {
 	Injections  []specialize.Injection
 	Pipeline    []specialize.Function
 	Exec        specialize.ExecPolicy
+	// Proposal proposes the variant on branch proposed/<PackagePath>/vN for approval instead of
+	// publishing it (the render is kept with the proposal and becomes the base once approved).
+	Proposal bool
 }
 
 // Result is the variant revision to deploy.
 type Result struct {
+	// Revision is the published revision; for a proposal, its number and commit (no tag).
 	Revision pkgrepo.Revision
-	// Changed is true when this call published a new revision.
+	// Changed is true when this call published a new revision (or proposal).
 	Changed bool
+	// Branch is the proposal branch, when Request.Proposal proposed a change.
+	Branch string
 }
 
 // Publish renders the variant, merges it with the copy in the target repository (keeping direct
@@ -76,6 +82,7 @@ func Publish(ctx context.Context, git Git, req Request) (Result, error) {
 			Message:     fmt.Sprintf("%s: render %s", req.PackagePath, req.Upstream.Ref),
 			PackageBase: head,
 			Rendered:    theirs,
+			Proposal:    req.Proposal,
 		})
 		if errors.Is(err, pkgrepo.ErrPackageChanged) && attempt < maxMergeAttempts {
 			continue
@@ -83,7 +90,7 @@ func Publish(ctx context.Context, git Git, req Request) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		return Result{Revision: pkgrepo.Revision{Package: req.PackagePath, Number: res.Revision, Tag: res.Tag, Commit: res.Commit}, Changed: res.Changed}, nil
+		return Result{Revision: pkgrepo.Revision{Package: req.PackagePath, Number: res.Revision, Tag: res.Tag, Commit: res.Commit}, Changed: res.Changed, Branch: res.Branch}, nil
 	}
 }
 

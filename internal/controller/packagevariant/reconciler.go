@@ -72,7 +72,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{RequeueAfter: recheck}, setFailed(pv, err)
 	}
-	pv.Status.Upstream, pv.Status.Downstream, pv.Status.Lineage = &plan.Upstream, &plan.Downstream, plan.Lineage
+	pv.Status.Upstream, pv.Status.Downstream, pv.Status.Lineage = plan.Upstream, plan.Downstream, plan.Lineage
+	pv.Status.Proposal, pv.Status.ApprovedCommit = plan.Proposal, plan.ApprovedCommit
 	setPublished(pv, plan)
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }

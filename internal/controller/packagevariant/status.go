@@ -6,6 +6,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/setplan"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
@@ -19,9 +20,30 @@ const (
 	ReasonVariantCycle       = "VariantCycle"
 	ReasonDownstreamInUse    = "DownstreamInUse"
 	ReasonSuspended          = "Suspended"
+	ReasonWaitingForApproval = "WaitingForApproval"
 )
 
+// setPublished reports what the plan published, or the proposal that waits for approval (and
+// what an approval annotation that published nothing was refused for).
 func setPublished(pv *v1alpha1.PackageVariant, plan setplan.VariantPlan) {
+	switch plan.Approval.State {
+	case fleet.ApprovalInvalid:
+		conditions.Stalled(&pv.Status.Conditions, pv.Generation, "ApprovalInvalid", plan.Approval.Message)
+		return
+	case fleet.ApprovalOutdated:
+		conditions.Progressing(&pv.Status.Conditions, pv.Generation, "ApprovalOutdated", plan.Approval.Message)
+		return
+	}
+	if p := plan.Proposal; p != nil {
+		conditions.Progressing(&pv.Status.Conditions, pv.Generation, ReasonWaitingForApproval, fmt.Sprintf(
+			"revision %d of %s, rendered from %s, waits for approval on %s: review it, then %s", p.Revision, pv.Spec.Downstream.Package, p.Upstream.Tag, p.Branch,
+			setplan.ApproveCommand(pv, p.Commit)))
+		return
+	}
+	if plan.Downstream == nil || plan.Upstream == nil {
+		conditions.Progressing(&pv.Status.Conditions, pv.Generation, "Publishing", "nothing published yet")
+		return
+	}
 	conditions.Ready(&pv.Status.Conditions, pv.Generation, ReasonPublished,
 		fmt.Sprintf("%s rendered from %s (commit %s)", plan.Downstream.Tag, plan.Upstream.Tag, short(plan.Upstream.Commit)))
 }

@@ -56,6 +56,10 @@ const (
 	FinalizerPackageDeployment = "flotilla.dev/undeploy"
 	// AnnotationResume on a PackageSet releases a paused rollout when its value changes.
 	AnnotationResume = "flotilla.dev/resume"
+	// AnnotationUndo on a PackageSet rolls its rollout back by hand when its value changes: every
+	// target the rollout moved returns to its last healthy revision, and the rollout halts
+	// (flotilla rollout undo SET).
+	AnnotationUndo = "flotilla.dev/undo"
 	// LabelPackageSet names, on a generated PackageDeployment, the PackageSet that owns it.
 	LabelPackageSet = "flotilla.dev/packageset"
 	// FinalizerPackageSet holds a deleted PackageSet until its deletion policy is applied to the

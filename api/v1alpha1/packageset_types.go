@@ -158,7 +158,16 @@ type RolloutStrategy struct {
 }
 
 // RollingUpdate is a stepwise rollout.
+// +kubebuilder:validation:XValidation:rule="!has(self.partitionBy) || (size(self.steps) == 1 && !has(self.steps[0].selector))",message="rollingUpdate.partitionBy makes one step per value of the label: give exactly one step, without selector, as the template of every step (its maxUnavailable and pause)"
 type RollingUpdate struct {
+	// PartitionBy is a cluster label key, e.g. topology.kubernetes.io/region: the rollout makes
+	// one step per value of that label among the targets, in sorted order, then one step for the
+	// targets without it. steps then holds exactly one step, without selector: the template of
+	// every step (maxUnavailable, a count or a percentage of the step's targets, and pause).
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="rollingUpdate.partitionBy must be a label key such as region or topology.kubernetes.io/region"
+	// +optional
+	PartitionBy string `json:"partitionBy,omitempty"`
 	// Steps in order. A step takes the targets its selector matches that no earlier step took; a
 	// step without selector takes the rest.
 	// +kubebuilder:validation:MinItems=1
@@ -168,7 +177,38 @@ type RollingUpdate struct {
 	// the rollout halts (Stalled). Default 10m.
 	// +optional
 	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	// OnFailure is what a target that does not become healthy within healthTimeout does to the
+	// rollout: Halt (default) stops it on the failed revision; Rollback stops it too and returns
+	// targets (rollbackScope) to the last revision that was healthy on them.
+	// +kubebuilder:validation:Enum=Halt;Rollback
+	// +kubebuilder:default=Halt
+	// +optional
+	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`
+	// RollbackScope is which targets a Rollback returns: Failed (default), the targets that did
+	// not become healthy, or All, every target the rollout moved to the failed revision.
+	// +kubebuilder:validation:Enum=Failed;All
+	// +kubebuilder:default=Failed
+	// +optional
+	RollbackScope RollbackScope `json:"rollbackScope,omitempty"`
 }
+
+// RolloutFailurePolicy is what a failed target does to a rollout.
+type RolloutFailurePolicy string
+
+// Failure policies.
+const (
+	OnFailureHalt     RolloutFailurePolicy = "Halt"
+	OnFailureRollback RolloutFailurePolicy = "Rollback"
+)
+
+// RollbackScope is which targets a rollback returns.
+type RollbackScope string
+
+// Rollback scopes.
+const (
+	RollbackFailed RollbackScope = "Failed"
+	RollbackAll    RollbackScope = "All"
+)
 
 // RolloutStep is one step of a rollout.
 type RolloutStep struct {
@@ -346,6 +386,23 @@ type RolloutStatus struct {
 	// Message says what the rollout waits for.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// RolledBack lists the targets the rollout returned to their last healthy revision (onFailure
+	// Rollback, or flotilla rollout undo), and why.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	RolledBack []RolledBackTarget `json:"rolledBack,omitempty"`
+	// Undo is the value of flotilla.dev/undo that the last rollback by hand answered.
+	// +optional
+	Undo string `json:"undo,omitempty"`
+}
+
+// RolledBackTarget is one target a rollout rolled back.
+type RolledBackTarget struct {
+	// Target is the deployment's name.
+	Target string `json:"target"`
+	// From is the revision it left (the rollout's), To the last one healthy on it.
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // TargetProblem is why one target could not be rendered.

@@ -156,6 +156,18 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{"set rolling update without steps", packageSet(func(s *v1alpha1.PackageSet) {
 			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate}
 		}), "type RollingUpdate needs rollingUpdate.steps"},
+		{"set partitionBy with two steps", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
+				PartitionBy: "topology.kubernetes.io/region", Steps: []v1alpha1.RolloutStep{{}, {}}}}
+		}), "rollingUpdate.partitionBy makes one step per value"},
+		{"set partitionBy not a label key", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
+				PartitionBy: "region key", Steps: []v1alpha1.RolloutStep{{}}}}
+		}), "rollingUpdate.partitionBy must be a label key"},
+		{"set unknown onFailure", packageSet(func(s *v1alpha1.PackageSet) {
+			s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
+				OnFailure: "Retry", Steps: []v1alpha1.RolloutStep{{}}}}
+		}), `supported values: "Halt", "Rollback"`},
 		{"set unknown strategy", packageSet(func(s *v1alpha1.PackageSet) { s.Spec.Strategy.Type = "BlueGreen" }), `supported values: "AllAtOnce", "RollingUpdate"`},
 		{"repository url too long", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "https://git.example/" + strings.Repeat("a", 2100) }), "spec.git.url"},
 		{"repository http url with token", repo(func(r *v1alpha1.Repository) { r.Spec.Git.URL = "http://token@git.example/x.git" }), "url must not carry credentials"},

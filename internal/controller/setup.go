@@ -84,7 +84,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
-		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers, FactsInterval: opts.FactsInterval},
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 const (
-	maxFailed = 10 // FailedTargets is capped by the schema
+	maxFailed     = 10  // FailedTargets is capped by the schema
+	maxRolledBack = 100 // and RolledBack
 	maxNames  = 5  // names a progress message lists before "and N more"
 )
 
@@ -36,6 +37,27 @@ func pauseMessage(step, steps, healthy, total int, desired, set string) string {
 func haltMessage(failed []string, desired string, timeout time.Duration) string {
 	return fmt.Sprintf("halted: %s did not become healthy within %s of being pinned to %s; nothing else moves until the set asks for another revision (publish a fixed one, or go back to the previous one)",
 		names(failed, maxFailed), timeout, desired)
+}
+
+func rollbackMessage(failed []string, back []v1alpha1.RolledBackTarget, desired string, timeout time.Duration) string {
+	return fmt.Sprintf("rolled back: %s did not become healthy within %s of being pinned to %s; %s; nothing else moves until the set asks for another revision",
+		names(failed, maxFailed), timeout, desired, returned(back))
+}
+
+func undoMessage(back []v1alpha1.RolledBackTarget, desired string) string {
+	return fmt.Sprintf("rolled back by hand (%s): %s; the rollout of %s is halted until the set asks for another revision", v1alpha1.AnnotationUndo, returned(back), desired)
+}
+
+// returned says which targets a rollback returned where.
+func returned(back []v1alpha1.RolledBackTarget) string {
+	if len(back) == 0 {
+		return "no target had a healthy revision to return to"
+	}
+	parts := make([]string, 0, len(back))
+	for _, b := range back {
+		parts = append(parts, b.Target+" → "+b.To)
+	}
+	return "returned " + names(parts, maxNames)
 }
 
 // names lists up to n names and counts the rest, so a message stays short at any fleet size.

@@ -27,6 +27,9 @@ type Target struct {
 	Current string            // blueprint revision (tag) its deployment pins now; "" when it has no deployment yet
 	Healthy bool              // its deployment reports the Current revision synced and healthy
 	Since   time.Time         // when Current last changed (zero if unknown)
+	// LastHealthy is the last revision (tag) that was healthy on the target ("" if none): where a
+	// rollback returns it.
+	LastHealthy string
 }
 
 // Input is everything a decision depends on.
@@ -36,6 +39,7 @@ type Input struct {
 	Targets  []Target                // in any order
 	Status   *v1alpha1.RolloutStatus // the previous status (nil at first)
 	Resume   string                  // current value of the flotilla.dev/resume annotation
+	Undo     string                  // current value of the flotilla.dev/undo annotation
 	Now      time.Time
 	// Set is the PackageSet's name; messages use it to say how to resume.
 	Set string
@@ -45,6 +49,8 @@ type Input struct {
 type Decision struct {
 	Move   []string                // targets to pin to Desired now, sorted
 	Status *v1alpha1.RolloutStatus // the new status; nil for AllAtOnce
+	// Back maps the targets to roll back now to the revision (tag) they return to.
+	Back map[string]string
 	// Recheck, when not zero, is how long until the health timeout of an unavailable target runs
 	// out: the caller must call Next again by then even if no target changes.
 	Recheck time.Duration
@@ -87,11 +93,21 @@ func notAt(desired string, targets []Target) []string {
 // current step's maxUnavailable, and a rolled target that turns unhealthy holds the rollout.
 func rolling(in Input, targets []Target) Decision {
 	steps, timeout := settings(in.Strategy.RollingUpdate)
+	if ru := in.Strategy.RollingUpdate; ru != nil && ru.PartitionBy != "" {
+		steps = partitionSteps(ru.PartitionBy, steps[0], targets)
+	}
 	st := in.Status.DeepCopy()
 	if st == nil || st.Revision != in.Desired {
-		// A new revision starts over from the first step; the resume annotation's current value
-		// is the baseline a later pause waits to change.
-		st = &v1alpha1.RolloutStatus{Revision: in.Desired, Resume: in.Resume}
+		// A new revision starts over from the first step; the resume and undo annotations'
+		// current values are the baselines a later pause or undo waits to change.
+		st = &v1alpha1.RolloutStatus{Revision: in.Desired, Resume: in.Resume, Undo: in.Undo}
+	}
+	if in.Undo != st.Undo && in.Desired != "" {
+		// Rolled back by hand (flotilla rollout undo): every target the rollout moved returns.
+		st.Undo, st.Halted, st.Paused = in.Undo, true, false
+		back := rollback(st, targets, in.Desired, nil)
+		st.Message = undoMessage(st.RolledBack, in.Desired)
+		return Decision{Status: st, Back: back}
 	}
 	if st.Halted || in.Desired == "" {
 		return Decision{Status: st}
@@ -121,7 +137,20 @@ func rolling(in Input, targets []Target) Decision {
 			st.Halted = true
 			st.FailedTargets = p.failed[:min(len(p.failed), maxFailed)]
 			st.Message = haltMessage(p.failed, in.Desired, timeout)
-			return Decision{Status: st}
+			ru := in.Strategy.RollingUpdate
+			if ru == nil || ru.OnFailure != v1alpha1.OnFailureRollback {
+				return Decision{Status: st}
+			}
+			only := map[string]bool{}
+			for _, name := range p.failed {
+				only[name] = true
+			}
+			if ru.RollbackScope == v1alpha1.RollbackAll {
+				only = nil
+			}
+			back := rollback(st, targets, in.Desired, only)
+			st.Message = rollbackMessage(p.failed, st.RolledBack, in.Desired, timeout)
+			return Decision{Status: st, Back: back}
 		case len(p.pending) > 0 || len(p.unavailable) > 0:
 			budget := maxUnavailable(steps[st.Step].MaxUnavailable, len(groups[st.Step])) - len(p.unavailable)
 			var move []string
@@ -146,6 +175,24 @@ func rolling(in Input, targets []Target) Decision {
 		}
 		st.Step++
 	}
+}
+
+// rollback returns the targets at desired (those in only, every one when only is nil) to their
+// last healthy revision, and records them in st.RolledBack. Targets never healthy on another
+// revision have nowhere to go and stay.
+func rollback(st *v1alpha1.RolloutStatus, targets []Target, desired string, only map[string]bool) map[string]string {
+	back := map[string]string{}
+	st.RolledBack = nil
+	for _, t := range targets {
+		if t.Current != desired || t.LastHealthy == "" || t.LastHealthy == desired || (only != nil && !only[t.Name]) {
+			continue
+		}
+		back[t.Name] = t.LastHealthy
+		if len(st.RolledBack) < maxRolledBack {
+			st.RolledBack = append(st.RolledBack, v1alpha1.RolledBackTarget{Target: t.Name, From: desired, To: t.LastHealthy})
+		}
+	}
+	return back
 }
 
 // progress sorts the targets in scope of a step.

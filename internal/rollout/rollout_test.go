@@ -20,11 +20,13 @@ type tick struct {
 	at      time.Duration // since t0
 	desired string        // the set asks for another revision from now on
 	resume  string        // the annotation's value from now on
+	undo    string        // the undo annotation's value from now on
 	healthy []string      // these targets' agents report their current pin healthy from now on
 	sick    []string      // these targets' agents report their current pin unhealthy from now on
 	join    []Target      // the generator yields these targets from now on
 
 	move   []string
+	back   map[string]string // the rollbacks the decision makes (nil: none)
 	status *v1alpha1.RolloutStatus
 }
 
@@ -40,7 +42,7 @@ func run(t *testing.T, strategy v1alpha1.RolloutStrategy, targets []Target, tick
 		}
 	}
 	add(targets)
-	desired, resume := "app/v2", ""
+	desired, resume, undo := "app/v2", "", ""
 	var status *v1alpha1.RolloutStatus
 	for i, tk := range ticks {
 		now := t0.Add(tk.at)
@@ -51,13 +53,16 @@ func run(t *testing.T, strategy v1alpha1.RolloutStrategy, targets []Target, tick
 		if tk.resume != "" {
 			resume = tk.resume
 		}
+		if tk.undo != "" {
+			undo = tk.undo
+		}
 		for _, n := range tk.healthy {
 			fleet[n].Healthy = true
 		}
 		for _, n := range tk.sick {
 			fleet[n].Healthy = false
 		}
-		in := Input{Strategy: strategy, Desired: desired, Status: status, Resume: resume, Now: now, Set: "upf"}
+		in := Input{Strategy: strategy, Desired: desired, Status: status, Resume: resume, Undo: undo, Now: now, Set: "upf"}
 		for _, n := range order {
 			in.Targets = append(in.Targets, *fleet[n])
 		}
@@ -68,8 +73,23 @@ func run(t *testing.T, strategy v1alpha1.RolloutStrategy, targets []Target, tick
 		if diff := cmp.Diff(tk.status, got.Status); diff != "" {
 			t.Fatalf("tick %d (%s): Status (-want +got):\n%s", i, tk.at, diff)
 		}
+		var back map[string]string
+		if len(got.Back) > 0 {
+			back = got.Back
+		}
+		if diff := cmp.Diff(tk.back, back); diff != "" {
+			t.Fatalf("tick %d (%s): Back (-want +got):\n%s", i, tk.at, diff)
+		}
 		for _, n := range got.Move {
-			*fleet[n] = Target{Name: n, Labels: fleet[n].Labels, Current: desired, Since: now}
+			last := fleet[n].LastHealthy
+			if fleet[n].Healthy {
+				last = fleet[n].Current
+			}
+			*fleet[n] = Target{Name: n, Labels: fleet[n].Labels, Current: desired, Since: now, LastHealthy: last}
+		}
+		for n, tag := range got.Back {
+			// The revision it returns to was healthy there.
+			*fleet[n] = Target{Name: n, Labels: fleet[n].Labels, Current: tag, Healthy: true, Since: now, LastHealthy: tag}
 		}
 		status = got.Status
 	}
@@ -330,4 +350,65 @@ func TestRecheckAtTheFirstHealthTimeout(t *testing.T) {
 	if got.Recheck != 0 {
 		t.Errorf("Recheck = %s for a finished rollout, want 0", got.Recheck)
 	}
+}
+
+// onFailure Rollback: the target that did not become healthy returns to its last healthy
+// revision (scope Failed), or every moved target does (scope All); the rollout halts on the bad
+// revision and records what it rolled back.
+func TestRollbackOnFailure(t *testing.T) {
+	for _, tc := range []struct {
+		scope v1alpha1.RollbackScope
+		back  map[string]string
+		moved []v1alpha1.RolledBackTarget
+	}{
+		{v1alpha1.RollbackFailed, map[string]string{"b": "app/v1"}, []v1alpha1.RolledBackTarget{{Target: "b", From: "app/v2", To: "app/v1"}}},
+		{v1alpha1.RollbackAll, map[string]string{"a": "app/v1", "b": "app/v1"},
+			[]v1alpha1.RolledBackTarget{{Target: "a", From: "app/v2", To: "app/v1"}, {Target: "b", From: "app/v2", To: "app/v1"}}},
+	} {
+		t.Run(string(tc.scope), func(t *testing.T) {
+			strategy := rollingUpdate(5*time.Minute, v1alpha1.RolloutStep{MaxUnavailable: unavailable(1)})
+			strategy.RollingUpdate.OnFailure, strategy.RollingUpdate.RollbackScope = v1alpha1.OnFailureRollback, tc.scope
+			names := map[v1alpha1.RollbackScope]string{v1alpha1.RollbackFailed: "b → app/v1", v1alpha1.RollbackAll: "a → app/v1, b → app/v1"}[tc.scope]
+			halted := &v1alpha1.RolloutStatus{Revision: "app/v2", Halted: true, FailedTargets: []string{"b"}, RolledBack: tc.moved,
+				Message: "rolled back: b did not become healthy within 5m0s of being pinned to app/v2; returned " + names + "; nothing else moves until the set asks for another revision"}
+			run(t, strategy, []Target{at("a", "app/v1", nil), at("b", "app/v1", nil), at("c", "app/v1", nil)}, []tick{
+				{move: []string{"a"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 1: 0 of 3 targets healthy at app/v2; waiting for a to become healthy"}},
+				{at: time.Minute, healthy: []string{"a"}, move: []string{"b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 1: 1 of 3 targets healthy at app/v2; waiting for b to become healthy"}},
+				{at: 6*time.Minute + time.Second, back: tc.back, status: halted},
+				// Halted: nothing more moves, nothing more is rolled back.
+				{at: 10 * time.Minute, status: halted},
+			})
+		})
+	}
+}
+
+// flotilla rollout undo (a new flotilla.dev/undo value) returns every moved target, even after
+// the rollout finished, and halts it.
+func TestUndoByHand(t *testing.T) {
+	strategy := rollingUpdate(0, v1alpha1.RolloutStep{MaxUnavailable: unavailable(2)})
+	done := &v1alpha1.RolloutStatus{Revision: "app/v2", Message: DoneMessage}
+	undone := &v1alpha1.RolloutStatus{Revision: "app/v2", Halted: true, Undo: "1",
+		RolledBack: []v1alpha1.RolledBackTarget{{Target: "a", From: "app/v2", To: "app/v1"}, {Target: "b", From: "app/v2", To: "app/v1"}},
+		Message:    "rolled back by hand (flotilla.dev/undo): returned a → app/v1, b → app/v1; the rollout of app/v2 is halted until the set asks for another revision"}
+	run(t, strategy, []Target{at("a", "app/v1", nil), at("b", "app/v1", nil)}, []tick{
+		{move: []string{"a", "b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 1: 0 of 2 targets healthy at app/v2; waiting for a, b to become healthy"}},
+		{at: time.Minute, healthy: []string{"a", "b"}, status: done},
+		{at: 2 * time.Minute, undo: "1", back: map[string]string{"a": "app/v1", "b": "app/v1"}, status: undone},
+		{at: 3 * time.Minute, status: undone},
+	})
+}
+
+// partitionBy makes one step per value of the label, in sorted order, then one for the targets
+// without it; each step takes the template's maxUnavailable (here 50%).
+func TestPartitionByLabel(t *testing.T) {
+	strategy := rollingUpdate(0, v1alpha1.RolloutStep{MaxUnavailable: percent("50%")})
+	strategy.RollingUpdate.PartitionBy = "region"
+	eu, us := map[string]string{"region": "eu"}, map[string]string{"region": "us"}
+	run(t, strategy, []Target{at("a", "app/v1", us), at("b", "app/v1", eu), at("c", "app/v1", eu), at("d", "app/v1", nil)}, []tick{
+		{move: []string{"b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 3: 0 of 2 targets healthy at app/v2; waiting for b to become healthy"}},
+		{at: time.Minute, healthy: []string{"b"}, move: []string{"c"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 3: 1 of 2 targets healthy at app/v2; waiting for c to become healthy"}},
+		{at: 2 * time.Minute, healthy: []string{"c"}, move: []string{"a"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Message: "step 2 of 3: 2 of 3 targets healthy at app/v2; waiting for a to become healthy"}},
+		{at: 3 * time.Minute, healthy: []string{"a"}, move: []string{"d"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Message: "step 3 of 3: 3 of 4 targets healthy at app/v2; waiting for d to become healthy"}},
+		{at: 4 * time.Minute, healthy: []string{"d"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Message: DoneMessage}},
+	})
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,32 @@ func settings(ru *v1alpha1.RollingUpdate) ([]v1alpha1.RolloutStep, time.Duration
 		timeout = ru.HealthTimeout.Duration
 	}
 	return steps, timeout
+}
+
+// partitionSteps makes one step per value of the label key among the targets, sorted, then one
+// for the targets without the label, each a copy of template with a selector.
+func partitionSteps(key string, template v1alpha1.RolloutStep, targets []Target) []v1alpha1.RolloutStep {
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if v, ok := t.Labels[key]; ok {
+			seen[v] = true
+		}
+	}
+	values := make([]string, 0, len(seen))
+	for v := range seen {
+		values = append(values, v)
+	}
+	sort.Strings(values)
+	steps := make([]v1alpha1.RolloutStep, 0, len(values)+1)
+	for _, v := range values {
+		s := *template.DeepCopy()
+		s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: v}}
+		steps = append(steps, s)
+	}
+	// The rest: a step without selector (also the only step when no target has the label).
+	rest := *template.DeepCopy()
+	rest.Selector = nil
+	return append(steps, rest)
 }
 
 // partition gives each step its targets, in name order: the first step whose selector matches a

@@ -43,6 +43,11 @@ func Diff(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 		}
 		cur, ok := byName[t.Name]
 		desired := deployment(set, t, rev, pinnedAt(cur, rev, now))
+		if ok && set.Spec.Strategy.Type == v1alpha1.StrategyRollingUpdate {
+			if last := lastHealthy(cur); last != "" {
+				desired.Annotations[AnnotationLastHealthy] = last
+			}
+		}
 		switch {
 		case !ok:
 			c.Create = append(c.Create, desired)

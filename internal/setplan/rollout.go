@@ -16,6 +16,10 @@ import (
 // the health timeout of a rollout counts from there.
 const AnnotationPinnedAt = "flotilla.dev/pinned-at"
 
+// AnnotationLastHealthy records, on a generated deployment, the last revision (vN) that was
+// healthy on it: where a rollback returns it.
+const AnnotationLastHealthy = "flotilla.dev/last-healthy"
+
 // Revisions says, per target name, which package revision its deployment pins; a target missing
 // from the map gets no deployment yet (a rollout has not reached it).
 type Revisions map[string]v1alpha1.PackageReference
@@ -63,6 +67,9 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 			}
 			rt.Healthy = healthy(pd, rt.Current)
 			rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
+			if last := lastHealthy(pd); last != "" {
+				rt.LastHealthy = prefix + last
+			}
 			revs[t.Name] = pinned(pd.Spec.Package.Revision)
 		}
 		targets = append(targets, rt)
@@ -73,13 +80,26 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 		Targets:  targets,
 		Status:   status,
 		Resume:   set.Annotations[v1alpha1.AnnotationResume],
+		Undo:     set.Annotations[v1alpha1.AnnotationUndo],
 		Now:      now,
 		Set:      set.Name,
 	})
 	for _, name := range d.Move {
 		revs[name] = pinned(fmt.Sprintf("v%d", up.Number))
 	}
+	for name, tag := range d.Back {
+		revs[name] = pinned(tag[len(prefix):])
+	}
 	return revs, d.Status, d.Recheck
+}
+
+// lastHealthy is the last revision (vN) healthy on pd: the one it pins when it is healthy now,
+// else the one recorded before.
+func lastHealthy(pd *v1alpha1.PackageDeployment) string {
+	if r := pd.Status.Resolved; r != nil && healthy(pd, r.Tag) {
+		return fmt.Sprintf("v%d", r.Revision)
+	}
+	return pd.Annotations[AnnotationLastHealthy]
 }
 
 // healthy reports whether a deployment has its revision applied: Synced when the cluster reports

@@ -15,10 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -50,6 +52,8 @@ type Reconciler struct {
 	// ObjectKinds are the kinds objects generators may read (--objects-generator-kinds): a set
 	// naming another kind is refused, and each allowed kind is watched at most once.
 	ObjectKinds []schema.GroupKind
+	// Events records rollbacks (nil: none are recorded).
+	Events events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -61,11 +65,23 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/status,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagesets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=infra.nephio.org,resources=workloadclusters,verbs=get;list;watch
+
+// recordRollback records a Warning event when the rollout has just rolled targets back.
+func (r *Reconciler) recordRollback(set *v1alpha1.PackageSet, before, after *v1alpha1.RolloutStatus) {
+	if r.Events == nil || after == nil || len(after.RolledBack) == 0 {
+		return
+	}
+	if before != nil && before.Revision == after.Revision && len(before.RolledBack) > 0 && before.Undo == after.Undo {
+		return // recorded when it happened
+	}
+	r.Events.Eventf(set, nil, corev1.EventTypeWarning, "RolledBack", "Rollback", "%s", after.Message)
+}
 
 // Reconcile makes the set's deployments match its generator.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
@@ -111,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	planner := setplan.Planner{Git: r.Git, Exec: r.Exec}
 	out, err := planner.Plan(ctx, reader{r}, set, owned, r.now())
 	if out.Decided {
+		r.recordRollback(set, set.Status.Rollout, out.Rollout)
 		set.Status.Rollout = out.Rollout
 	}
 	switch {

@@ -102,6 +102,8 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 	// work or waiting for a person (kstatus).
 	ro := s.Rollout
 	switch {
+	case ro != nil && ro.Halted && len(ro.RolledBack) > 0:
+		stalled(set, "RolledBack", ro.Message)
 	case ro != nil && ro.Halted:
 		stalled(set, "RolloutHalted", ro.Message)
 	case ro != nil && ro.Paused:

@@ -12,7 +12,7 @@ import (
 const (
 	maxFailed     = 10  // FailedTargets is capped by the schema
 	maxRolledBack = 100 // and RolledBack
-	maxNames  = 5  // names a progress message lists before "and N more"
+	maxNames      = 5   // names a progress message lists before "and N more"
 )
 
 // Messages are for the user reading the set's conditions: stable (no times, no counters that

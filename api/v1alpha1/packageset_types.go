@@ -25,6 +25,17 @@ type PackageSetSpec struct {
 	// +optional
 	Variant *VariantSpec `json:"variant,omitempty"`
 
+	// DependsOn orders this set after other PackageSets of the namespace: with scope Cluster
+	// (default) a target moves to a new revision only once the named set is Ready at its revision
+	// on the same cluster (deploy the SMF before the UPF on each site); with Fleet, only once the
+	// named set is Ready fleet-wide (its whole rollout done: the core before the edge). A cycle is
+	// refused (DependencyCycle).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	DependsOn []SetDependency `json:"dependsOn,omitempty"`
+
 	// AllowEmpty lets a generator result of zero targets delete every generated deployment.
 	// Without it, a set that had targets and suddenly has none keeps them and reports why.
 	// +optional
@@ -40,6 +51,28 @@ type PackageSetSpec struct {
 	// +optional
 	Strategy RolloutStrategy `json:"strategy,omitempty"`
 }
+
+// SetDependency names a PackageSet this one waits for.
+type SetDependency struct {
+	// Name of the PackageSet, in the same namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Scope is Cluster (per target cluster) or Fleet (the whole set).
+	// +kubebuilder:validation:Enum=Cluster;Fleet
+	// +kubebuilder:default=Cluster
+	// +optional
+	Scope DependencyScope `json:"scope,omitempty"`
+}
+
+// DependencyScope is how far a set dependency reaches.
+type DependencyScope string
+
+// Dependency scopes.
+const (
+	DependencyCluster DependencyScope = "Cluster"
+	DependencyFleet   DependencyScope = "Fleet"
+)
 
 // VariantSpec says how each target's specialized package is rendered.
 type VariantSpec struct {

@@ -32,7 +32,7 @@ func ExpandSets(ctx context.Context, git Git, in *Fleet) (*Fleet, error) {
 		return nil, err
 	}
 	f.Variants = variants
-	for _, key := range slices.Sorted(maps.Keys(f.Sets)) {
+	for _, key := range dependenciesFirst(f.Sets) {
 		set := f.Sets[key]
 		if in.Only != nil {
 			planner.Only = func(cluster string) bool { return in.Only[set.Namespace+"/"+cluster] }
@@ -104,6 +104,31 @@ func publishVariants(ctx context.Context, planner setplan.Planner, in *Fleet) (m
 	return out, nil
 }
 
+// dependenciesFirst orders the sets so that each comes after the sets its spec.dependsOn names
+// (sorted otherwise; a cycle keeps sorted order, and planning reports it).
+func dependenciesFirst(sets map[string]*v1alpha1.PackageSet) []string {
+	var out []string
+	done := map[string]bool{}
+	var visit func(key string, depth int)
+	visit = func(key string, depth int) {
+		set, ok := sets[key]
+		if !ok || done[key] || depth > len(sets) {
+			return
+		}
+		for _, d := range set.Spec.DependsOn {
+			visit(set.Namespace+"/"+d.Name, depth+1)
+		}
+		if !done[key] {
+			done[key] = true
+			out = append(out, key)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(sets)) {
+		visit(key, 0)
+	}
+	return out
+}
+
 // files is what the planning core reads, from the input files.
 type files struct{ f *Fleet }
 
@@ -171,4 +196,20 @@ func (r files) Object(_ context.Context, apiVersion, kind, namespace, name strin
 
 func (r files) Variant(_ context.Context, namespace, name string) (*v1alpha1.PackageVariant, error) {
 	return r.f.Variants[namespace+"/"+name], nil
+}
+
+func (r files) PackageSet(_ context.Context, namespace, name string) (*v1alpha1.PackageSet, error) {
+	return r.f.Sets[namespace+"/"+name], nil
+}
+
+// SetDeployments is what a set generated in this run: render sees no health, so a set that
+// depends on another (spec.dependsOn) waits, as in a fresh fleet.
+func (r files) SetDeployments(_ context.Context, namespace, set string) ([]v1alpha1.PackageDeployment, error) {
+	var out []v1alpha1.PackageDeployment
+	for _, key := range slices.Sorted(maps.Keys(r.f.Deployments)) {
+		if pd := r.f.Deployments[key]; pd.Namespace == namespace && pd.Labels[v1alpha1.LabelPackageSet] == set {
+			out = append(out, *pd)
+		}
+	}
+	return out, nil
 }

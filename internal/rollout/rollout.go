@@ -5,6 +5,7 @@
 package rollout
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type Target struct {
 	// LastHealthy is the last revision (tag) that was healthy on the target ("" if none): where a
 	// rollback returns it.
 	LastHealthy string
+	// Blocked, when not empty, is what the target waits for before it may move (a set it depends
+	// on): it is not moved, and its step does not complete.
+	Blocked string
 }
 
 // Input is everything a decision depends on.
@@ -154,10 +158,13 @@ func rolling(in Input, targets []Target) Decision {
 		case len(p.pending) > 0 || len(p.unavailable) > 0:
 			budget := maxUnavailable(steps[st.Step].MaxUnavailable, len(groups[st.Step])) - len(p.unavailable)
 			var move []string
-			if budget > 0 {
-				move = p.pending[:min(budget, len(p.pending))]
+			if movable := unblocked(p.pending, targets); budget > 0 {
+				move = movable[:min(budget, len(movable))]
 			}
 			st.Message = progressMessage(st.Step, len(steps), p, move, in.Desired)
+			if b := blocked(p.pending, targets); len(b) > 0 {
+				st.Message += "; " + b
+			}
 			d := Decision{Move: move, Status: st}
 			if !p.deadline.IsZero() {
 				d.Recheck = max(p.deadline.Sub(in.Now), 0) + time.Second
@@ -193,6 +200,43 @@ func rollback(st *v1alpha1.RolloutStatus, targets []Target, desired string, only
 		}
 	}
 	return back
+}
+
+// unblocked is the names of pending that wait for nothing.
+func unblocked(pending []string, targets []Target) []string {
+	by := map[string]string{}
+	for _, t := range targets {
+		by[t.Name] = t.Blocked
+	}
+	var out []string
+	for _, n := range pending {
+		if by[n] == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// blocked says which of pending wait for a dependency, and for what (the first), "" when none.
+func blocked(pending []string, targets []Target) string {
+	by := map[string]string{}
+	for _, t := range targets {
+		by[t.Name] = t.Blocked
+	}
+	var held []string
+	first := ""
+	for _, n := range pending {
+		if by[n] != "" {
+			held = append(held, n)
+			if first == "" {
+				first = by[n]
+			}
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s wait for their dependencies (%s waits for %s)", names(held, maxNames), held[0], first)
 }
 
 // progress sorts the targets in scope of a step.

@@ -29,12 +29,29 @@ type Revisions map[string]v1alpha1.PackageReference
 // where they are.
 // The duration is when to look again without an event (0: not needed): a rollout waiting for
 // targets to become healthy must halt when their health timeout runs out.
-func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time) (Revisions, *v1alpha1.RolloutStatus, time.Duration) {
+func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time, wait gate, waiting map[string]string) (Revisions, *v1alpha1.RolloutStatus, time.Duration) {
 	set, up := in.Set, in.Upstream
 	revs := Revisions{}
+	if wait == nil {
+		wait = func(string) string { return "" }
+	}
 	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
+		current := map[string]v1alpha1.PackageReference{}
+		for i := range owned {
+			current[owned[i].Name] = owned[i].Spec.Package
+		}
 		for _, t := range result.Targets {
-			revs[t.Name] = set.Spec.Package
+			reason := wait(t.Cluster)
+			cur, exists := current[t.Name]
+			switch {
+			case reason == "" || (exists && cur == set.Spec.Package):
+				revs[t.Name] = set.Spec.Package
+			case exists:
+				revs[t.Name] = cur // held where it is until its dependency is ready
+				waiting[t.Name] = reason
+			default:
+				waiting[t.Name] = reason // no deployment until its dependency is ready
+			}
 		}
 		return revs, nil, 0
 	}
@@ -59,7 +76,7 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	prefix := up.Tag[:strings.LastIndex(up.Tag, "/")+1]
 	targets := make([]rollout.Target, 0, len(result.Targets))
 	for _, t := range result.Targets {
-		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster]}
+		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster], Blocked: wait(t.Cluster)}
 		if pd := byName[t.Name]; pd != nil {
 			rt.Current = prefix + pd.Spec.Package.Revision
 			if pd.Spec.Package.Revision == "latest" && pd.Status.Resolved != nil {
@@ -71,6 +88,9 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 				rt.LastHealthy = prefix + last
 			}
 			revs[t.Name] = pinned(pd.Spec.Package.Revision)
+		}
+		if rt.Blocked != "" && rt.Current != up.Tag {
+			waiting[t.Name] = rt.Blocked
 		}
 		targets = append(targets, rt)
 	}

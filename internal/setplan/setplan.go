@@ -79,6 +79,8 @@ type Outcome struct {
 	// Recheck is when to look again without an event (0: not needed).
 	Recheck time.Duration
 	Changes Changes
+	// Waiting maps the targets held back by spec.dependsOn to what they wait for.
+	Waiting map[string]string
 }
 
 // Plan computes what set asks for, given the deployments it owns. An error leaves every
@@ -106,7 +108,12 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 		}
 		result.Targets = kept
 	}
-	revs, rollout, recheck := Decide(in, owned, result, now)
+	wait, err := p.gates(ctx, r, set)
+	if err != nil {
+		return out, err
+	}
+	out.Waiting = map[string]string{}
+	revs, rollout, recheck := Decide(in, owned, result, now, wait, out.Waiting)
 	out.Decided, out.Rollout, out.Recheck = true, rollout, recheck
 	if set.Spec.Variant != nil {
 		if result, err = p.variants(ctx, r, in, result, revs); err != nil {

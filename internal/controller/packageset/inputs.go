@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/setplan"
@@ -77,6 +78,18 @@ func (rd reader) Object(ctx context.Context, apiVersion, kind, namespace, name s
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(kind)
 	return get(ctx, rd.r.APIReader, namespace, name, u)
+}
+
+func (rd reader) PackageSet(ctx context.Context, namespace, name string) (*v1alpha1.PackageSet, error) {
+	return get(ctx, rd.r.Client, namespace, name, &v1alpha1.PackageSet{})
+}
+
+func (rd reader) SetDeployments(ctx context.Context, namespace, set string) ([]v1alpha1.PackageDeployment, error) {
+	var list v1alpha1.PackageDeploymentList
+	if err := rd.r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index.DeploymentSet: set}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // get reads one object, nil when it does not exist.

@@ -150,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	result.Problems = append(result.Problems, conflicts...)
-	setProgress(set, result, owned, !changes.Empty())
+	setProgress(set, result, owned, !changes.Empty(), out.Waiting)
 	return ctrl.Result{RequeueAfter: out.Recheck}, nil
 }
 

@@ -43,6 +43,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster), builder.WithPredicates(clusterChange)).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forFacts), builder.WithPredicates(factsChanged)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
+		Watches(&v1alpha1.PackageSet{}, handler.EnqueueRequestsFromMapFunc(r.forDependents)).
 		Named("packageset").
 		Build(r)
 	r.controller = c
@@ -107,6 +108,24 @@ func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcil
 		}
 	}
 	return requests(cluster.Namespace, sets)
+}
+
+// forDependents finds the sets whose spec.dependsOn names o: its status (readiness, rollout) is
+// what they wait for.
+func (r *Reconciler) forDependents(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	sets := map[string]bool{}
+	for i := range list.Items {
+		for _, d := range list.Items[i].Spec.DependsOn {
+			if d.Name == o.GetName() {
+				sets[list.Items[i].Name] = true
+			}
+		}
+	}
+	return requests(o.GetNamespace(), sets)
 }
 
 // factsChanged passes the cluster updates that change its facts (status.facts).

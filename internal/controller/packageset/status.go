@@ -3,6 +3,8 @@ package packageset
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,6 +28,10 @@ func setGeneratorFailed(set *v1alpha1.PackageSet, err error, kept int) error {
 	switch {
 	case errors.Is(err, setplan.ErrRepositoryNotFound):
 		reason = "RepositoryNotFound"
+	case errors.Is(err, setplan.ErrSetDependencyNotFound):
+		reason = "DependencyNotFound"
+	case errors.Is(err, setplan.ErrSetDependencyCycle):
+		reason = "DependencyCycle"
 	case isKindNotAllowed(err):
 		reason = "KindNotAllowed"
 	case transientAPIError(err):
@@ -64,7 +70,7 @@ func stalled(set *v1alpha1.PackageSet, reason, msg string) {
 // start of the reconcile: counts lag one reconcile behind writes, and the deployments' own events
 // bring the set back.
 // wrote is true when this reconcile wrote deployments (their statuses in owned are older).
-func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alpha1.PackageDeployment, wrote bool) {
+func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alpha1.PackageDeployment, wrote bool, waiting map[string]string) {
 	gen := set.Generation
 	wanted := map[string]bool{}
 	for _, t := range result.Targets {
@@ -120,6 +126,11 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 			conditions.Stalled(&s.Conditions, gen, "TargetProblems", msg)
 		}
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, moving, "TargetProblems", msg)
+	case len(waiting) > 0 && ro == nil:
+		names := slices.Sorted(maps.Keys(waiting))
+		msg := fmt.Sprintf("%d of %d targets wait for their dependencies, first %s: waiting for %s", len(waiting), len(result.Targets), names[0], waiting[names[0]])
+		conditions.Progressing(&s.Conditions, gen, "WaitingForDependency", msg)
+		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, true, "WaitingForDependency", msg)
 	case ready < len(result.Targets) || (ro != nil && !rollout.Done(ro)):
 		msg := fmt.Sprintf("%d of %d deployments ready, %d updated", ready, len(result.Targets), updated)
 		if ro != nil {

@@ -1,0 +1,66 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// PackageSet dependsOn: with scope Cluster a target waits until the named set is Ready on that
+// cluster (SMF before UPF on each site); with Fleet until the named set is Ready everywhere; a
+// cycle is refused with the chain.
+func TestPackageSetDependsOn(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	f.repository("catalog")
+	for _, name := range []string{"a", "b"} {
+		f.git.CreateRepo(t, name)
+		f.repository(name)
+		f.create(&v1alpha1.WorkloadCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{"site-type": "edge"}},
+			// b publishes nothing yet: what is deployed there is never Ready.
+			Spec: v1alpha1.WorkloadClusterSpec{Repository: v1alpha1.LocalObjectReference{Name: name}, Suspend: name == "b"},
+		})
+	}
+	edges := edge(map[string]string{"site-type": "edge"})
+	f.packageSet("smf", edges, func(s *v1alpha1.PackageSet) { s.Spec.Package.Name = "crds"; s.Spec.Package.Revision = "v1" })
+	upf := f.packageSet("upf", edges, func(s *v1alpha1.PackageSet) {
+		s.Spec.DependsOn = []v1alpha1.SetDependency{{Name: "smf", Scope: v1alpha1.DependencyCluster}}
+	})
+	core := f.packageSet("core", edges, func(s *v1alpha1.PackageSet) {
+		s.Spec.Package.Name = "nginx-hello"
+		s.Spec.DependsOn = []v1alpha1.SetDependency{{Name: "smf", Scope: v1alpha1.DependencyFleet}}
+	})
+
+	// a: SMF is Ready there, so UPF follows; b: SMF is not, UPF waits and the set says so.
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "30s").Should(Equal([]string{"upf-a→a"}))
+	waiting := f.condition(upf, func() []metav1.Condition { return upf.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForDependency")
+	g.Expect(waiting.Message).To(SatisfyAll(ContainSubstring("upf-b"), ContainSubstring("smf-b to be healthy on cluster b")))
+	// Fleet: core waits for SMF everywhere.
+	f.condition(core, func() []metav1.Condition { return core.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForDependency")
+	g.Consistently(func() []string { return f.deploymentsOf("core") }, 3*time.Second, 200*time.Millisecond).Should(BeEmpty())
+
+	// b publishes: SMF becomes Ready there, then UPF (Cluster) and core (Fleet) move.
+	b := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: f.ns}}
+	f.update(b, func() { b.Spec.Suspend = false })
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "60s").Should(Equal([]string{"upf-a→a", "upf-b→b"}))
+	g.Eventually(func() []string { return f.deploymentsOf("core") }, "60s").Should(Equal([]string{"core-a→a", "core-b→b"}))
+
+	// A cycle: smf now depends on upf, which depends on smf.
+	smf := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "smf", Namespace: f.ns}}
+	f.update(smf, func() { smf.Spec.DependsOn = []v1alpha1.SetDependency{{Name: "upf"}} })
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(smf), smf)).To(Succeed())
+		c := meta.FindStatusCondition(smf.Status.Conditions, v1alpha1.ConditionStalled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("DependencyCycle"))
+		g.Expect(c.Message).To(ContainSubstring("smf → upf → smf"))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(f.deploymentsOf("smf")).To(Equal([]string{"smf-a→a", "smf-b→b"}), "a refused set keeps its deployments")
+}

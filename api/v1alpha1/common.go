@@ -60,6 +60,9 @@ const (
 	// target the rollout moved returns to its last healthy revision, and the rollout halts
 	// (flotilla rollout undo SET).
 	AnnotationUndo = "flotilla.dev/undo"
+	// AnnotationPromotion on a PackageSet with spec.package.revisionFrom: hold keeps its current
+	// revision, force promotes without waiting revisionFrom.healthyFor.
+	AnnotationPromotion = "flotilla.dev/promotion"
 	// LabelPackageSet names, on a generated PackageDeployment, the PackageSet that owns it.
 	LabelPackageSet = "flotilla.dev/packageset"
 	// FinalizerPackageSet holds a deleted PackageSet until its deletion policy is applied to the

@@ -6,6 +6,7 @@ import (
 
 // PackageDeploymentSpec deploys one package revision to one cluster.
 // +kubebuilder:validation:XValidation:rule="self.cluster == oldSelf.cluster",message="cluster is immutable: delete this PackageDeployment and create one for the other cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.package.revisionFrom)",message="spec.package.revisionFrom is for PackageSets: a PackageDeployment names its revision"
 type PackageDeploymentSpec struct {
 	// Cluster is the WorkloadCluster, in the same namespace, that runs the package.
 	Cluster LocalObjectReference `json:"cluster"`
@@ -55,8 +56,29 @@ type PackageReference struct {
 	Name string `json:"name"`
 
 	// Revision is a published revision: vN, or latest (the highest published; follows new tags).
+	// With revisionFrom it is the revision deployed until the first promotion.
 	// +kubebuilder:validation:XValidation:rule="self == 'latest' || self.matches('^v[1-9][0-9]{0,8}$')",message="revision must be vN (v1, v2, ...) or latest"
 	Revision string `json:"revision"`
+
+	// RevisionFrom (PackageSets only) promotes from another set: the set moves to the revision
+	// the named PackageSet deploys once that set is Ready at it and has stayed Ready for
+	// healthyFor. The annotation flotilla.dev/promotion: hold keeps the current revision, force
+	// promotes without waiting healthyFor.
+	// +optional
+	RevisionFrom *RevisionFrom `json:"revisionFrom,omitempty"`
+}
+
+// RevisionFrom is where a PackageSet takes its revision from.
+type RevisionFrom struct {
+	// PackageSet names the set of the namespace to promote from; it must deploy the same package.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PackageSet string `json:"packageSet"`
+	// HealthyFor is how long that set must have been Ready at a revision before it is promoted.
+	// Default 0: as soon as it is Ready.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="revisionFrom.healthyFor must be a duration such as 30m"
+	// +optional
+	HealthyFor *metav1.Duration `json:"healthyFor,omitempty"`
 }
 
 // PackageDeploymentStatus is the pin flotilla resolved and where it is published.

@@ -394,6 +394,24 @@ type PackageSetStatus struct {
 	// Rollout is the state of a RollingUpdate.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// Revision is the blueprint revision (tag) the set deploys now.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Promotion says where the set's revision comes from (spec.package.revisionFrom) and what the
+	// next promotion waits for.
+	// +optional
+	Promotion *PromotionStatus `json:"promotion,omitempty"`
+}
+
+// PromotionStatus is the state of a promotion from another set.
+type PromotionStatus struct {
+	// From is the set promoted from.
+	From string `json:"from"`
+	// Revision is the revision (vN) the set deploys now.
+	Revision string `json:"revision"`
+	// Message says what the next promotion waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RolloutStatus is where a RollingUpdate stands.

@@ -117,7 +117,7 @@ func Print(w io.Writer, s Snapshot) error {
 	sets := append([]v1alpha1.PackageSet(nil), s.Sets...)
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	for _, set := range sets {
-		fmt.Fprintf(tw, "%s\t%s@%s\t%d\t%d\t%d\t%s\t%s\n", set.Name, set.Spec.Package.Name, set.Spec.Package.Revision,
+		fmt.Fprintf(tw, "%s\t%s@%s\t%d\t%d\t%d\t%s\t%s\n", set.Name, set.Spec.Package.Name, setRevision(&set),
 			set.Status.Targets, set.Status.Updated, set.Status.Ready, rollout(&set), condition(set.Status.Conditions, v1alpha1.ConditionReady))
 	}
 	return tw.Flush()
@@ -180,6 +180,20 @@ func chainUp(l []v1alpha1.LineageEntry) string {
 		tags = append(tags, l[i].Tag)
 	}
 	return strings.Join(tags, " ← ")
+}
+
+// setRevision is the revision a set asks for: its spec's, or, promoted from another set, the one
+// it deploys and where it comes from (the chain dev → staging → prod reads along the table).
+func setRevision(set *v1alpha1.PackageSet) string {
+	rf := set.Spec.Package.RevisionFrom
+	if rf == nil {
+		return set.Spec.Package.Revision
+	}
+	rev := set.Spec.Package.Revision
+	if p := set.Status.Promotion; p != nil {
+		rev = p.Revision
+	}
+	return rev + " ← " + rf.PackageSet
 }
 
 func pinned(pd *v1alpha1.PackageDeployment) string {

@@ -81,12 +81,19 @@ type Outcome struct {
 	Changes Changes
 	// Waiting maps the targets held back by spec.dependsOn to what they wait for.
 	Waiting map[string]string
+	// Promotion is the set's promotion status (spec.package.revisionFrom), nil without one.
+	Promotion *v1alpha1.PromotionStatus
 }
 
 // Plan computes what set asks for, given the deployments it owns. An error leaves every
 // deployment as it is.
 func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, now time.Time) (Outcome, error) {
 	var out Outcome
+	set, promotion, promoteAgain, err := p.promote(ctx, r, set, now)
+	if err != nil {
+		return out, err
+	}
+	out.Promotion = promotion
 	in, err := p.Inputs(ctx, r, set)
 	if err != nil {
 		return out, err
@@ -115,6 +122,9 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 	out.Waiting = map[string]string{}
 	revs, rollout, recheck := Decide(in, owned, result, now, wait, out.Waiting)
 	out.Decided, out.Rollout, out.Recheck = true, rollout, recheck
+	if promoteAgain > 0 && (out.Recheck == 0 || promoteAgain < out.Recheck) {
+		out.Recheck = promoteAgain
+	}
 	if set.Spec.Variant != nil {
 		if result, err = p.variants(ctx, r, in, result, revs); err != nil {
 			return out, err

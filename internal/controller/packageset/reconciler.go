@@ -129,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if out.Decided {
 		r.recordRollback(set, set.Status.Rollout, out.Rollout)
 		set.Status.Rollout = out.Rollout
+		set.Status.Revision, set.Status.Promotion = out.Inputs.Upstream.Tag, out.Promotion
 	}
 	switch {
 	case errors.Is(err, setplan.ErrNoTargets):

@@ -110,8 +110,8 @@ func (r *Reconciler) forCluster(ctx context.Context, o client.Object) []reconcil
 	return requests(cluster.Namespace, sets)
 }
 
-// forDependents finds the sets whose spec.dependsOn names o: its status (readiness, rollout) is
-// what they wait for.
+// forDependents finds the sets whose spec.dependsOn (or spec.package.revisionFrom) names o: its
+// status (readiness, rollout, revision) is what they wait for.
 func (r *Reconciler) forDependents(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1alpha1.PackageSetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
@@ -123,6 +123,9 @@ func (r *Reconciler) forDependents(ctx context.Context, o client.Object) []recon
 			if d.Name == o.GetName() {
 				sets[list.Items[i].Name] = true
 			}
+		}
+		if rf := list.Items[i].Spec.Package.RevisionFrom; rf != nil && rf.PackageSet == o.GetName() {
+			sets[list.Items[i].Name] = true
 		}
 	}
 	return requests(o.GetNamespace(), sets)

@@ -95,7 +95,7 @@ type PackageVariantStatus struct {
 	Downstream *ResolvedRevision `json:"downstream,omitempty"`
 	// Lineage lists the revisions above this variant, the root blueprint first and Upstream
 	// last: which blueprint revision the downstream comes from, through which layers.
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Lineage []LineageEntry `json:"lineage,omitempty"`
 	// Proposal is the downstream revision waiting for approval (approval Manual).
@@ -118,7 +118,7 @@ type VariantProposal struct {
 	// Upstream is the upstream revision the proposal was rendered from.
 	Upstream ResolvedRevision `json:"upstream"`
 	// Lineage is the lineage the downstream gets once approved.
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Lineage []LineageEntry `json:"lineage,omitempty"`
 }

@@ -49,6 +49,7 @@ type PackageVariantSpec struct {
 type VariantUpstream struct {
 	// Variant names another PackageVariant in the namespace: its downstream package, at the
 	// revision it last published, is the upstream.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Variant string `json:"variant,omitempty"`

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +29,9 @@ func rolloutCmd() *cobra.Command {
 				set := &v1alpha1.PackageSet{}
 				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, set); err != nil {
 					return err
+				}
+				if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
+					return fmt.Errorf("packageset %s/%s has strategy %s: only a RollingUpdate has a rollout to %s", ns, args[0], cmp.Or(string(set.Spec.Strategy.Type), "AllAtOnce"), strings.Fields(cmd.Use)[0])
 				}
 				before := set.DeepCopy()
 				if set.Annotations == nil {

@@ -3,6 +3,8 @@
 package conditions
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,7 +44,23 @@ func Set(conds *[]metav1.Condition, gen int64, typ string, status bool, reason, 
 }
 
 func set(conds *[]metav1.Condition, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, ObservedGeneration: gen, Reason: reason, Message: msg})
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, ObservedGeneration: gen, Reason: reason, Message: bound(msg)})
+}
+
+// maxMessage bounds a condition message well below the API's 32768 characters: messages quote
+// what registries, git servers and workload clusters answer, and a status that the API server
+// refuses would never be written again.
+const maxMessage = 8192
+
+func bound(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + " … (truncated)"
 }
 
 // Observed reports whether conds has Ready for generation gen: the reconciler has processed the

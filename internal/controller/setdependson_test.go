@@ -40,8 +40,13 @@ func TestPackageSetDependsOn(t *testing.T) {
 
 	// a: SMF is Ready there, so UPF follows; b: SMF is not, UPF waits and the set says so.
 	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "30s").Should(Equal([]string{"upf-a→a"}))
-	waiting := f.condition(upf, func() []metav1.Condition { return upf.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForDependency")
-	g.Expect(waiting.Message).To(SatisfyAll(ContainSubstring("upf-b"), ContainSubstring("smf-b to be healthy on cluster b")))
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(upf), upf)).To(Succeed())
+		c := meta.FindStatusCondition(upf.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("WaitingForDependency"))
+		g.Expect(c.Message).To(SatisfyAll(ContainSubstring("1 of 2 targets"), ContainSubstring("upf-b"), ContainSubstring("smf-b to be healthy on cluster b")))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	// Fleet: core waits for SMF everywhere.
 	f.condition(core, func() []metav1.Condition { return core.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForDependency")
 	g.Consistently(func() []string { return f.deploymentsOf("core") }, 3*time.Second, 200*time.Millisecond).Should(BeEmpty())

@@ -37,6 +37,8 @@ const (
 	maxSiteKeys   = 64
 	maxSiteValue  = 1024
 	maxLabelValue = 63
+	maxSiteKey    = 253
+	maxVersion    = 64
 )
 
 // Read reads cluster's facts through c (a client of the workload cluster); version is its API
@@ -61,6 +63,9 @@ func Read(ctx context.Context, c client.Client, version string, site v1alpha1.Na
 // From computes facts from what the cluster reported. Site facts beyond the bounds (64 keys,
 // 1 KiB values) are refused as a whole, naming the bound: they would not fit a status.
 func From(version string, nodes []corev1.Node, site map[string]string) (v1alpha1.ClusterFacts, error) {
+	if len(version) > maxVersion {
+		return v1alpha1.ClusterFacts{}, fmt.Errorf("the API server reports a version of %d characters, more than the %d flotilla takes", len(version), maxVersion)
+	}
 	f := v1alpha1.ClusterFacts{KubernetesVersion: version, Nodes: int32(len(nodes))}
 	cpu, mem := resource.Quantity{}, resource.Quantity{}
 	distinct := map[string]map[string]bool{LabelRegion: {}, LabelZone: {}, LabelInstanceType: {}}
@@ -83,6 +88,9 @@ func From(version string, nodes []corev1.Node, site map[string]string) (v1alpha1
 		return f, fmt.Errorf("the site facts ConfigMap has %d keys, more than the %d flotilla takes", len(site), maxSiteKeys)
 	}
 	for k, v := range site {
+		if len(k) > maxSiteKey {
+			return f, fmt.Errorf("a site fact's key is %d characters, more than the %d flotilla takes", len(k), maxSiteKey)
+		}
 		if len(v) > maxSiteValue {
 			return f, fmt.Errorf("site fact %q is %d bytes, more than the %d flotilla takes", k, len(v), maxSiteValue)
 		}

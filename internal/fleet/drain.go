@@ -68,7 +68,7 @@ func MustDrain(cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment
 	if cluster.Spec.Sync.Deletion != v1alpha1.DeletionEmptyFirst || pd.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan || pd.DeletionTimestamp.IsZero() {
 		return false
 	}
-	tag := publishedTagOf(published, pd.Name)
+	tag := PublishedTag(published, pd.Name)
 	if tag == "" {
 		return false
 	}
@@ -77,7 +77,8 @@ func MustDrain(cluster *v1alpha1.WorkloadCluster, pd *v1alpha1.PackageDeployment
 	return d == nil || !d.Drained || d.Tag != tag
 }
 
-func publishedTagOf(published *v1alpha1.DeployedPackagesStatus, deployment string) string {
+// PublishedTag is the tag published carries for deployment, "" when it does not carry it.
+func PublishedTag(published *v1alpha1.DeployedPackagesStatus, deployment string) string {
 	for _, p := range pinsOf(published) {
 		if p.Deployment == deployment {
 			return p.Tag

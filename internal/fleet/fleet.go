@@ -73,18 +73,25 @@ func PublishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, reposi
 		if p.Deployment != deployment {
 			continue
 		}
-		// pkg/vN for git, pkg:vN for OCI.
-		i := max(strings.LastIndex(p.Tag, "/v"), strings.LastIndex(p.Tag, ":v"))
-		if i < 0 {
+		base, rev := SplitTag(p.Tag)
+		number, err := strconv.Atoi(strings.TrimPrefix(rev, "v"))
+		if rev == "" || err != nil {
 			return nil
 		}
-		number, err := strconv.Atoi(p.Tag[i+2:])
-		if err != nil {
-			return nil
-		}
-		return &v1alpha1.ResolvedRevision{Repository: repository, Revision: number, Tag: p.Tag, Directory: "/" + p.Tag[:i]}
+		return &v1alpha1.ResolvedRevision{Repository: repository, Revision: number, Tag: p.Tag, Directory: "/" + base[:len(base)-1]}
 	}
 	return nil
+}
+
+// SplitTag splits a package revision's tag into its base, the package path and separator
+// ("free5gc-upf/" for git's pkg/vN, "upf:" for OCI's PKG:vN), and the revision ("vN"). A tag of
+// neither form gives "", "".
+func SplitTag(tag string) (base, revision string) {
+	i := max(strings.LastIndex(tag, "/v"), strings.LastIndex(tag, ":v"))
+	if i < 0 || i+2 >= len(tag) || strings.Trim(tag[i+2:], "0123456789") != "" {
+		return "", ""
+	}
+	return tag[:i+1], tag[i+1:]
 }
 
 // Unmoved checks a new resolution of a deployment against the pin it had (prev, nil when it had

@@ -33,11 +33,11 @@ func argoCDObjects(pc pinContext) []map[string]any {
 		"apiVersion": argoCDAPIVersion,
 		"kind":       "Application",
 		"metadata":   meta,
-		"spec":       argoCDSpec(settings, repo, revision, path, pc.pin.Deployment.Spec.Namespace),
+		"spec":       argoCDSpec(settings, repo, revision, path, pc.pin.Deployment.Spec.Namespace, pc.pin.Drain),
 	}}
 }
 
-func argoCDSpec(s v1alpha1.ArgoCDSync, repo, revision, path, namespace string) map[string]any {
+func argoCDSpec(s v1alpha1.ArgoCDSync, repo, revision, path, namespace string, allowEmpty bool) map[string]any {
 	dest := map[string]any{}
 	switch {
 	case s.Destination.Name != "":
@@ -47,7 +47,12 @@ func argoCDSpec(s v1alpha1.ArgoCDSync, repo, revision, path, namespace string) m
 	default:
 		dest["server"] = argoCDInCluster
 	}
-	syncPolicy := map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}}
+	automated := map[string]any{"prune": true, "selfHeal": true}
+	if allowEmpty {
+		// Automated sync refuses to prune everything unless told: a drain must.
+		automated["allowEmpty"] = true
+	}
+	syncPolicy := map[string]any{"automated": automated}
 	if namespace != "" {
 		dest["namespace"] = namespace
 		syncPolicy["syncOptions"] = []any{"CreateNamespace=true"}

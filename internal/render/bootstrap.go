@@ -81,7 +81,7 @@ func Bootstrap(cluster *v1alpha1.WorkloadCluster, src Source, namespace string) 
 			"apiVersion": argoCDAPIVersion,
 			"kind":       "Application",
 			"metadata":   meta(s.Namespace),
-			"spec":       argoCDSpec(s, src.RepoURL, src.Branch, path.Clean(dir[1:]), ""),
+			"spec":       argoCDSpec(s, src.RepoURL, src.Branch, path.Clean(dir[1:]), "", false),
 		}
 		// The root applies Applications: into Argo CD's own namespace of Argo CD's own cluster,
 		// whatever cluster the child Applications deploy to.

@@ -31,6 +31,9 @@ type Pin struct {
 	// Insecure lets the agent pull the OCI artifact over plain HTTP (the Repository's
 	// spec.oci.insecure; written where the engine has the setting, Flux's OCIRepository).
 	Insecure bool
+	// Drain marks the pin of a deployment that drains (EmptyFirst): Resolved is the empty
+	// package, which the engine must be allowed to sync to nothing (Argo CD's allowEmpty).
+	Drain bool
 }
 
 // OCI reports whether the pin is an OCI artifact.

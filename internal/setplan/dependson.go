@@ -94,7 +94,10 @@ func readyAt(pd *v1alpha1.PackageDeployment, other *v1alpha1.PackageSet) bool {
 	if r == nil || !healthy(pd, r.Tag) {
 		return false
 	}
-	if want := other.Spec.Package.Revision; want != "latest" && other.Spec.Variant == nil && pd.Spec.Package.Revision != want {
+	// The revision the set deploys now (promoted, latest, or a rollout's): its deployments
+	// count once they are healthy at it. A variant's deployments pin the variant, not the
+	// blueprint: healthy at what they pin is all that can be told.
+	if want := other.Status.Revision; want != "" && other.Spec.Variant == nil && r.Tag != want {
 		return false
 	}
 	return true
@@ -102,15 +105,18 @@ func readyAt(pd *v1alpha1.PackageDeployment, other *v1alpha1.PackageSet) bool {
 
 // checkCycle refuses a chain of dependsOn that comes back to set.
 func checkCycle(ctx context.Context, r SetReader, set *v1alpha1.PackageSet) error {
+	// Each set is walked once: a graph of many paths costs its size, not its number of paths.
+	visited := map[string]bool{}
 	var walk func(s *v1alpha1.PackageSet, path []string) error
 	walk = func(s *v1alpha1.PackageSet, path []string) error {
 		for _, d := range s.Spec.DependsOn {
 			if d.Name == set.Name {
 				return fmt.Errorf("%w: spec.dependsOn follows %s → %s: remove one of the dependencies", ErrSetDependencyCycle, strings.Join(path, " → "), set.Name)
 			}
-			if slices.Contains(path, d.Name) || len(path) > maxChain {
-				continue // a cycle elsewhere: that set reports it
+			if visited[d.Name] || slices.Contains(path, d.Name) || len(path) > maxChain {
+				continue // walked already, or a cycle elsewhere: that set reports it
 			}
+			visited[d.Name] = true
 			next, err := r.PackageSet(ctx, set.Namespace, d.Name)
 			if err != nil {
 				return err

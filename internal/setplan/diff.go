@@ -44,7 +44,7 @@ func Diff(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 		cur, ok := byName[t.Name]
 		desired := deployment(set, t, rev, pinnedAt(cur, rev, now))
 		if ok && set.Spec.Strategy.Type == v1alpha1.StrategyRollingUpdate {
-			if last := lastHealthy(cur); last != "" {
+			if last := leaving(cur, rev.Revision); last != "" {
 				desired.Annotations[AnnotationLastHealthy] = last
 			}
 		}

@@ -61,14 +61,15 @@ func ApproveCommand(pv *v1alpha1.PackageVariant, commit string) string {
 	return fmt.Sprintf("kubectl annotate packagevariant %s -n %s --overwrite %s=%s", pv.Name, pv.Namespace, v1alpha1.AnnotationApprove, commit)
 }
 
-// approval is pv's proposal and published revision in the shape fleet.Decide judges.
-func approval(pv *v1alpha1.PackageVariant, proposal *v1alpha1.VariantProposal) fleet.ApprovalDecision {
+// approval is pv's proposal and published revision (approvedCommit published it) in the shape
+// fleet.Decide judges.
+func approval(pv *v1alpha1.PackageVariant, proposal *v1alpha1.VariantProposal, approvedCommit string) fleet.ApprovalDecision {
 	if proposal == nil {
 		return fleet.ApprovalDecision{}
 	}
 	p := &v1alpha1.ProposalStatus{Revision: proposal.Revision, Branch: proposal.Branch, Commit: proposal.Commit,
 		Summary: "rendered from " + proposal.Upstream.Tag}
-	published := &v1alpha1.DeployedPackagesStatus{ApprovedCommit: pv.Status.ApprovedCommit}
+	published := &v1alpha1.DeployedPackagesStatus{ApprovedCommit: approvedCommit}
 	return fleet.Decide(ApproveCommand(pv, proposal.Commit), pv.Annotations[v1alpha1.AnnotationApprove], p, published)
 }
 
@@ -134,7 +135,7 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 	}
 	plan := VariantPlan{Upstream: pv.Status.Upstream, Downstream: pv.Status.Downstream, Lineage: pv.Status.Lineage, ApprovedCommit: pv.Status.ApprovedCommit}
 	manual := pv.Spec.Approval == v1alpha1.ApprovalManual
-	if pr := pv.Status.Proposal; manual && approval(pv, pr).State == fleet.Approved {
+	if pr := pv.Status.Proposal; manual && approval(pv, pr, pv.Status.ApprovedCommit).State == fleet.Approved {
 		// The commit is checked again against the proposal branch in the publishing push.
 		res, err := p.Git.Approve(ctx, target, req.PackagePath, pr.Revision, pr.Commit)
 		if err != nil {
@@ -166,7 +167,8 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 		plan.Changed = plan.Changed || res.Changed
 	}
 	if manual {
-		plan.Approval = approval(pv, plan.Proposal)
+		// Judged against what is pending now and what this call published.
+		plan.Approval = approval(pv, plan.Proposal, plan.ApprovedCommit)
 	}
 	return plan, nil
 }
@@ -181,6 +183,9 @@ type upstreamRef struct {
 func (p Planner) variantUpstream(ctx context.Context, r VariantReader, pv *v1alpha1.PackageVariant) (upstreamRef, error) {
 	up := pv.Spec.Upstream
 	if up.Variant == "" {
+		if up.Repository == nil || up.Name == "" {
+			return upstreamRef{}, fmt.Errorf("%w: spec.upstream names neither a variant nor a repository and package", ErrRepositoryNotFound)
+		}
 		revision := up.Revision
 		if revision == "" {
 			revision = "latest"
@@ -188,6 +193,7 @@ func (p Planner) variantUpstream(ctx context.Context, r VariantReader, pv *v1alp
 		return upstreamRef{repository: up.Repository.Name, name: up.Name, revision: revision}, nil
 	}
 	chain := []string{pv.Name}
+	var first *v1alpha1.PackageVariant
 	for next := up.Variant; ; {
 		if slices.Contains(chain, next) || len(chain) > maxChain {
 			return upstreamRef{}, fmt.Errorf("%w: spec.upstream.variant follows %s → %s: a variant cannot be its own upstream", ErrVariantCycle, strings.Join(chain, " → "), next)
@@ -200,15 +206,15 @@ func (p Planner) variantUpstream(ctx context.Context, r VariantReader, pv *v1alp
 		if u == nil {
 			return upstreamRef{}, fmt.Errorf("%w: PackageVariant %s/%s does not exist", ErrUpstreamNotReady, pv.Namespace, next)
 		}
+		if first == nil {
+			first = u
+		}
 		if u.Spec.Upstream.Variant == "" {
 			break
 		}
 		next = u.Spec.Upstream.Variant
 	}
-	u, err := r.Variant(ctx, pv.Namespace, up.Variant)
-	if err != nil {
-		return upstreamRef{}, err
-	}
+	u := first
 	if u.Status.Downstream == nil {
 		return upstreamRef{}, fmt.Errorf("%w: PackageVariant %s has not published a revision of %s yet", ErrUpstreamNotReady, up.Variant, u.Spec.Downstream.Package)
 	}

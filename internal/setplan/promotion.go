@@ -3,13 +3,13 @@ package setplan
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 )
 
 // promote resolves spec.package.revisionFrom: the set moves to the revision the source set
@@ -36,14 +36,13 @@ func (p Planner) promote(ctx context.Context, r Reader, set *v1alpha1.PackageSet
 		return nil, nil, 0, fmt.Errorf("%w: spec.package.revisionFrom names PackageSet %s, which deploys package %s: promotion needs the same repository and package",
 			ErrSetDependencyNotFound, src.Name, src.Spec.Package.Name)
 	}
+	// What the set deploys now is what it was promoted to, whatever set it came from (renaming
+	// the source never sends the fleet back to the initial revision).
 	current := set.Spec.Package.Revision
-	if pr := set.Status.Promotion; pr != nil && pr.From == src.Name && pr.Revision != "" {
+	if pr := set.Status.Promotion; pr != nil && pr.Revision != "" {
 		current = pr.Revision
 	}
-	candidate := ""
-	if i := strings.LastIndex(src.Status.Revision, "/v"); i >= 0 {
-		candidate = src.Status.Revision[i+1:]
-	}
+	_, candidate := fleet.SplitTag(src.Status.Revision)
 	var healthyFor time.Duration
 	if rf.HealthyFor != nil {
 		healthyFor = rf.HealthyFor.Duration

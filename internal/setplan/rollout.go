@@ -2,12 +2,12 @@ package setplan
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/rollout"
 )
@@ -72,8 +72,8 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	if status != nil && status.Halted && set.Status.ObservedGeneration != set.Generation {
 		status = nil // the spec changed: a halted rollout starts over
 	}
-	// Tags are <package path>/vN; the path includes the repository directory.
-	prefix := up.Tag[:strings.LastIndex(up.Tag, "/")+1]
+	// Tags are <package path>/vN (OCI: PKG:vN); the path includes the repository directory.
+	prefix, _ := fleet.SplitTag(up.Tag)
 	targets := make([]rollout.Target, 0, len(result.Targets))
 	for _, t := range result.Targets {
 		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster], Blocked: wait(t.Cluster)}
@@ -113,9 +113,18 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	return revs, d.Status, d.Recheck
 }
 
-// lastHealthy is the last revision (vN) healthy on pd: the one it pins when it is healthy now,
-// else the one recorded before.
+// lastHealthy is the last revision (vN) healthy on pd before the one it pins now: where a
+// rollback returns it.
 func lastHealthy(pd *v1alpha1.PackageDeployment) string {
+	return pd.Annotations[AnnotationLastHealthy]
+}
+
+// leaving is what pd's last-healthy revision becomes when its pin moves to rev: the revision it
+// leaves, when that one is healthy, else what it recorded before.
+func leaving(pd *v1alpha1.PackageDeployment, rev string) string {
+	if pd.Spec.Package.Revision == rev {
+		return pd.Annotations[AnnotationLastHealthy]
+	}
 	if r := pd.Status.Resolved; r != nil && healthy(pd, r.Tag) {
 		return fmt.Sprintf("v%d", r.Revision)
 	}

@@ -199,14 +199,11 @@ func TestRollbackReturnsToTheLastHealthyRevision(t *testing.T) {
 	}
 	revisions := func() []string { return []string{revision("r1"), revision("r2")} }
 	g.Eventually(revisions, 2*waitLong, time.Second).Should(Equal([]string{"1", "1"}))
-	// Both healthy at v1: the rollout recorded it as their last healthy revision.
-	g.Eventually(func(g Gomega) {
-		for _, name := range []string{"app-r1", "app-r2"} {
-			pd := &v1alpha1.PackageDeployment{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pd)).To(Succeed())
-			g.Expect(pd.Annotations).To(HaveKeyWithValue("flotilla.dev/last-healthy", "v1"))
-		}
-	}, waitLong, time.Second).Should(Succeed())
+	// Both healthy at v1 (the rollout of v1 is done) before v2 is asked for.
+	g.Eventually(func() bool {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		return meta.IsStatusConditionTrue(set.Status.Conditions, v1alpha1.ConditionReady)
+	}, 2*waitLong, time.Second).Should(BeTrue())
 
 	g.Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
@@ -216,6 +213,9 @@ func TestRollbackReturnsToTheLastHealthyRevision(t *testing.T) {
 		return env.Client.Update(ctx, set)
 	}).Should(Succeed())
 	g.Eventually(revisions, waitLong, time.Second).Should(Equal([]string{"2", "1"}), "the first target takes v2, which applies")
+	moved := &v1alpha1.PackageDeployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app-r1"}, moved)).To(Succeed())
+	g.Expect(moved.Annotations).To(HaveKeyWithValue("flotilla.dev/last-healthy", "v1"), "moving it recorded the healthy revision it left")
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
 		r := set.Status.Rollout

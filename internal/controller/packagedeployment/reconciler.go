@@ -294,16 +294,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pd *v1alpha1.PackageDe
 }
 
 func publishedTag(cluster *v1alpha1.WorkloadCluster, deployment string) string {
-	dp := cluster.Status.DeployedPackages
-	if dp == nil {
-		return ""
-	}
-	for _, p := range dp.Packages {
-		if p.Deployment == deployment {
-			return p.Tag
-		}
-	}
-	return ""
+	return fleet.PublishedTag(cluster.Status.DeployedPackages, deployment)
 }
 
 func ptr[T any](v T) *T { return &v }

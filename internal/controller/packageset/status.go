@@ -131,7 +131,7 @@ func setProgress(set *v1alpha1.PackageSet, result generate.Result, owned []v1alp
 		msg := fmt.Sprintf("%d of %d targets wait for their dependencies, first %s: waiting for %s", len(waiting), len(result.Targets), names[0], waiting[names[0]])
 		conditions.Progressing(&s.Conditions, gen, "WaitingForDependency", msg)
 		conditions.Set(&s.Conditions, gen, v1alpha1.ConditionProgressing, true, "WaitingForDependency", msg)
-	case ready < len(result.Targets) || (ro != nil && !rollout.Done(ro)):
+	case ready < len(result.Targets) || wrote || (ro != nil && !rollout.Done(ro)):
 		msg := fmt.Sprintf("%d of %d deployments ready, %d updated", ready, len(result.Targets), updated)
 		if ro != nil {
 			msg += "; rollout of " + ro.Revision + ": " + ro.Message

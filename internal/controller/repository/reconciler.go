@@ -100,19 +100,28 @@ func (r *Reconciler) reconcileOCI(ctx context.Context, repo *v1alpha1.Repository
 	}
 	h := sha256.New()
 	var latest []string
+	var failed error
 	for _, pkg := range slices.Sorted(maps.Keys(pkgs)) {
 		rev, err := r.Registry.Resolve(ctx, remote, pkg, "latest")
-		if errors.Is(err, pkgrepo.ErrRevisionNotFound) {
+		switch {
+		case errors.Is(err, pkgrepo.ErrRevisionNotFound):
 			continue // the deployment says so; the others still count
-		}
-		if err != nil {
-			setFetchFailed(repo, err)
-			return
+		case err != nil:
+			// One package failing does not stop the others from moving; it is reported.
+			if failed == nil {
+				failed = fmt.Errorf("package %s: %w", pkg, err)
+			}
+			fmt.Fprintf(h, "%s\x00error\x00", pkg)
+			continue
 		}
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", pkg, rev.Tag, rev.Commit)
 		latest = append(latest, pkg+":"+rev.Tag)
 	}
 	repo.Status.Head, repo.Status.RefsDigest = "", hex.EncodeToString(h.Sum(nil))
+	if failed != nil {
+		setFetchFailed(repo, failed)
+		return
+	}
 	setResolvedOCI(repo, latest)
 }
 

@@ -342,7 +342,9 @@ func (r *Reconciler) drainPins(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	}
 	pins := make([]render.Pin, 0, len(draining))
 	for _, pd := range draining {
-		pins = append(pins, fleet.NewPin(pd, repo, empty))
+		pin := fleet.NewPin(pd, repo, empty)
+		pin.Drain = true
+		pins = append(pins, pin)
 	}
 	return pins, nil
 }

@@ -119,6 +119,9 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 	if err != nil {
 		return out, err
 	}
+	if generate.UsesFacts(set) {
+		wait = p.waitForFacts(ctx, r, set, wait)
+	}
 	out.Waiting = map[string]string{}
 	revs, rollout, recheck := Decide(in, owned, result, now, wait, out.Waiting)
 	out.Decided, out.Rollout, out.Recheck = true, rollout, recheck
@@ -133,6 +136,28 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 	out.Result = result
 	out.Changes = Diff(set, owned, result, revs, now)
 	return out, nil
+}
+
+// waitForFacts holds, in a set that uses facts, the targets on clusters whose facts will be read
+// (they have kubeConfigSecretRef) but were not yet: deploying with zero-valued facts first would
+// re-render, or rename, the deployment once they arrive.
+func (p Planner) waitForFacts(ctx context.Context, r Reader, set *v1alpha1.PackageSet, next gate) gate {
+	clusters, err := r.Clusters(ctx, set.Namespace)
+	if err != nil {
+		return next
+	}
+	pending := map[string]bool{}
+	for _, c := range clusters {
+		if c.Spec.KubeConfigSecretRef != nil && c.Status.Facts == nil {
+			pending[c.Name] = true
+		}
+	}
+	return func(cluster string) string {
+		if pending[cluster] {
+			return fmt.Sprintf("the facts of cluster %s to be read (the set uses target.facts)", cluster)
+		}
+		return next(cluster)
+	}
 }
 
 // Inputs gathers what the generator reads: the namespace's clusters, the objects its objects

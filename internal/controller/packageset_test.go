@@ -174,6 +174,9 @@ func TestPackageSetsPublishOnceForTheirCluster(t *testing.T) {
 	f.repository("catalog")
 	f.repository("edge01")
 	f.cluster()
+	// The cluster publishes its first, empty revision before the sets exist (created in the same
+	// instant, the sets would be waited for and v1 would carry them).
+	f.clusterAt(1)
 	list := v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{List: []v1alpha1.ListElement{{Cluster: "edge01"}}}}
 	web := f.packageSet("web", list)
 	f.packageSet("crds", list, func(s *v1alpha1.PackageSet) { s.Spec.Package.Name, s.Spec.Package.Revision = "crds", "v1" })

@@ -10,6 +10,7 @@ package gittest
 import (
 	"crypto/subtle"
 	"crypto/tls"
+	"fmt"
 	"log"
 	"net/http"
 	"net/http/cgi"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -81,11 +83,16 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		// Hook output and backend errors show up with the test's log.
 		Stderr: logWriter{t},
 	}
+	// Every server has a path of its own: a port the kernel hands out again to a later test's
+	// server must not make its repositories the same URL as an earlier test's (flotilla compares
+	// repository locations across namespaces: one writer per branch and directory).
+	prefix := fmt.Sprintf("/srv%d", serverCount.Add(1))
 	var handler http.Handler = h
 	for _, mw := range s.wrap {
 		handler = mw(handler)
 	}
-	srv := httptest.NewUnstartedServer(s.authenticate(handler))
+	// Middlewares see paths as the repositories' (/name.git/...), without the server's prefix.
+	srv := httptest.NewUnstartedServer(http.StripPrefix(prefix, s.authenticate(handler)))
 	if s.tls {
 		cert, ca := newTLSCertificate(t)
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
@@ -97,9 +104,12 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	s.URL = srv.URL
+	s.URL = srv.URL + prefix
 	return s
 }
+
+// serverCount numbers the servers of a test binary, for their paths.
+var serverCount atomic.Int64
 
 // authenticate guards next with basic auth when the server was configured
 // with credentials.

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"regexp"
@@ -17,49 +16,23 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
-// registryError reports a failed exchange with a registry. Its message has every credential
-// scrubbed out; the library's error is only reachable through Unwrap when its text held none.
-type registryError struct {
-	op    string // "push", "resolve", "fetch", ...
-	ref   string // never carries userinfo: checkName refused it
-	kind  error  // one of pkgrepo's sentinels, or nil
-	msg   string
-	cause error
-}
-
-func (e *registryError) Error() string {
-	if e.kind != nil {
-		return fmt.Sprintf("%s %s: %v: %s", e.op, e.ref, e.kind, e.msg)
-	}
-	return fmt.Sprintf("%s %s: %s", e.op, e.ref, e.msg)
-}
-
-func (e *registryError) Unwrap() []error {
-	var errs []error
-	for _, err := range []error{e.kind, e.cause} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// wrap turns an error of the registry library into a registryError for op on ref.
+// wrap turns an error of the registry library into a pkgrepo.RemoteError for op on ref (which
+// never carries userinfo: checkName refused it).
 func (c client) wrap(op, ref string, err error) error {
 	msg := scrub(err.Error(), c.secrets)
-	e := &registryError{op: op, ref: ref, kind: classify(err), msg: strings.TrimSpace(msg)}
+	e := &pkgrepo.RemoteError{Op: op, Target: ref, Kind: classify(err), Msg: strings.TrimSpace(msg)}
 	switch {
-	case errors.Is(e.kind, pkgrepo.ErrCertificateUntrusted):
-		e.msg += "; if the registry uses a private CA, give its certificate (PEM) as the CA bundle"
-	case errors.Is(e.kind, pkgrepo.ErrAuthentication):
-		e.msg += "; check the username and password (or token) and that they may access this repository"
+	case errors.Is(e.Kind, pkgrepo.ErrCertificateUntrusted):
+		e.Msg += "; if the registry uses a private CA, give its certificate (PEM) as the CA bundle"
+	case errors.Is(e.Kind, pkgrepo.ErrAuthentication):
+		e.Msg += "; check the username and password (or token) and that they may access this repository"
 	}
 	if msg == err.Error() {
-		e.cause = err
+		e.Cause = err
 	} else {
 		for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded, errPlainHTTP} {
 			if errors.Is(err, ctxErr) {
-				e.cause = ctxErr
+				e.Cause = ctxErr
 			}
 		}
 	}
@@ -134,11 +107,7 @@ var (
 // scrub removes every credential from msg: the ones the caller gave, and what looks like one.
 // Belt and braces: credentials never go into a URL, but a registry may echo what it was sent.
 func scrub(msg string, secrets []string) string {
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "<redacted>")
-		}
-	}
+	msg = pkgrepo.Scrub(msg, secrets)
 	msg = authHeader.ReplaceAllString(msg, "$1 <redacted>")
 	msg = userinfo.ReplaceAllString(msg, "://<redacted>@")
 	return urlQuery.ReplaceAllString(msg, "$1?<redacted>")

@@ -64,28 +64,28 @@ var (
 	ErrCertificateUntrusted = errors.New("server certificate not trusted")
 )
 
-// transportError reports a failed fetch or push. Its message names the
-// repository without userinfo and has every credential scrubbed out; the
-// go-git error it came from is only reachable through Unwrap when its text
-// contains no credential.
-type transportError struct {
-	op    string
-	url   string
-	kind  error // one of the sentinels, or nil
-	msg   string
-	cause error
+// RemoteError reports a failed exchange with a remote: a git server (fetch, push) or an OCI
+// registry (ocipkg). Its message names the remote without userinfo and has every credential
+// scrubbed out; the library error it came from is only reachable through Unwrap when its text
+// contains no credential (Cause is then that error, else at most a context error).
+type RemoteError struct {
+	Op     string // "fetch", "push", "resolve", ...
+	Target string // the remote, without credentials
+	Kind   error  // one of the sentinels, or nil
+	Msg    string
+	Cause  error
 }
 
-func (e *transportError) Error() string {
-	if e.kind != nil {
-		return fmt.Sprintf("%s %s: %v: %s", e.op, e.url, e.kind, e.msg)
+func (e *RemoteError) Error() string {
+	if e.Kind != nil {
+		return fmt.Sprintf("%s %s: %v: %s", e.Op, e.Target, e.Kind, e.Msg)
 	}
-	return fmt.Sprintf("%s %s: %s", e.op, e.url, e.msg)
+	return fmt.Sprintf("%s %s: %s", e.Op, e.Target, e.Msg)
 }
 
-func (e *transportError) Unwrap() []error {
+func (e *RemoteError) Unwrap() []error {
 	var errs []error
-	for _, err := range []error{e.kind, e.cause} {
+	for _, err := range []error{e.Kind, e.Cause} {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -93,22 +93,21 @@ func (e *transportError) Unwrap() []error {
 	return errs
 }
 
-// wrapTransport turns an error from go-git's transport into a
-// transportError for op against ep.
+// wrapTransport turns an error from go-git's transport into a RemoteError for op against ep.
 func wrapTransport(op string, ep endpoint, err error) error {
-	msg := scrub(err.Error(), ep.secrets)
-	e := &transportError{op: op, url: ep.display, kind: classify(err), msg: strings.TrimRight(msg, " \n:")}
-	if e.kind != nil {
+	msg := Scrub(err.Error(), ep.secrets)
+	e := &RemoteError{Op: op, Target: ep.display, Kind: classify(err), Msg: strings.TrimRight(msg, " \n:")}
+	if e.Kind != nil {
 		// The host key check's own message already starts with the sentinel.
-		e.msg = strings.TrimPrefix(strings.TrimPrefix(e.msg, "ssh: handshake failed: "), e.kind.Error()+": ")
+		e.Msg = strings.TrimPrefix(strings.TrimPrefix(e.Msg, "ssh: handshake failed: "), e.Kind.Error()+": ")
 	}
-	if errors.Is(e.kind, ErrCertificateUntrusted) {
-		e.msg += "; if the server uses a private CA, put its certificate (PEM) in ca.crt of the Secret"
+	if errors.Is(e.Kind, ErrCertificateUntrusted) {
+		e.Msg += "; if the server uses a private CA, put its certificate (PEM) in ca.crt of the Secret"
 	}
 	if msg == err.Error() {
-		e.cause = err
+		e.Cause = err
 	} else if ctxErr := contextError(err); ctxErr != nil {
-		e.cause = ctxErr
+		e.Cause = ctxErr
 	}
 	return e
 }
@@ -182,10 +181,9 @@ func contextError(err error) error {
 	return nil
 }
 
-// scrub replaces every occurrence of a secret in msg. Belt and braces: the
-// URL handed to go-git never carries credentials, but a server may echo what
-// it was sent.
-func scrub(msg string, secrets []string) string {
+// Scrub replaces every occurrence of a secret in msg. Belt and braces: the URL handed to go-git
+// (or a registry client) never carries credentials, but a server may echo what it was sent.
+func Scrub(msg string, secrets []string) string {
 	for _, s := range secrets {
 		if s != "" {
 			msg = strings.ReplaceAll(msg, s, "<redacted>")

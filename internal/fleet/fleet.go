@@ -53,7 +53,7 @@ func Resolve(ctx context.Context, git Git, remote pkgrepo.Remote, repo *v1alpha1
 		Directory:  "/" + pkg,
 	}
 	if repo.Spec.OCI != nil {
-		next = ociResolved(repo, pkg, rev)
+		next = ociResolved(repo, remote, pkg, rev)
 	}
 	// Checked against every pin known: the deployment's own (maybe of an older generation) and
 	// the one the cluster published for it (maybe newer, not reported yet).

@@ -36,21 +36,17 @@ func (s Sources) Resolve(ctx context.Context, r pkgrepo.Remote, pkg, revision st
 	return s.Registry.Resolve(ctx, r, pkg, revision)
 }
 
-// ociImage is the artifact repository of package pkg in an OCI Repository: REGISTRY/REPO/PKG.
-func ociImage(repo *v1alpha1.Repository, pkg string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(repo.Spec.OCI.URL, "oci://"), "/") + "/" + pkg
-}
-
-// ociResolved is the pin of revision rev of OCI package pkg: tag PKG:vN, the manifest digest as
-// its commit, the artifact repository as its image.
-func ociResolved(repo *v1alpha1.Repository, pkg string, rev pkgrepo.Revision) v1alpha1.ResolvedRevision {
+// ociResolved is the pin of revision rev of OCI package pkg of repo, which remote reaches: tag
+// PKG:vN, the manifest digest as its commit, the artifact repository REGISTRY/REPO/PKG as its
+// image.
+func ociResolved(repo *v1alpha1.Repository, remote pkgrepo.Remote, pkg string, rev pkgrepo.Revision) v1alpha1.ResolvedRevision {
 	return v1alpha1.ResolvedRevision{
 		Repository: repo.Name,
 		Revision:   rev.Number,
 		Tag:        pkg + ":" + rev.Tag,
 		Commit:     rev.Commit,
 		Directory:  "/" + pkg,
-		Image:      ociImage(repo, pkg),
+		Image:      strings.TrimSuffix(remote.URL, "/") + "/" + pkg,
 	}
 }
 

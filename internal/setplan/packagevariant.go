@@ -83,14 +83,7 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 	if err != nil {
 		return VariantPlan{}, err
 	}
-	repo, err := p.repository(ctx, r, pv.Namespace, up.repository)
-	if err != nil {
-		return VariantPlan{}, fmt.Errorf("spec.upstream: %w", err)
-	}
-	if repo.Spec.Git == nil {
-		return VariantPlan{}, fmt.Errorf("spec.upstream: %w", gitremote.NotGit(repo))
-	}
-	remote, err := r.Remote(ctx, repo)
+	repo, remote, err := p.gitRepository(ctx, r, pv.Namespace, up.repository, "spec.upstream")
 	if err != nil {
 		return VariantPlan{}, err
 	}
@@ -103,14 +96,7 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 		return VariantPlan{}, fmt.Errorf("upstream %s %s: %w", up.name, up.revision, err)
 	}
 
-	down, err := p.repository(ctx, r, pv.Namespace, pv.Spec.Downstream.Repository.Name)
-	if err != nil {
-		return VariantPlan{}, fmt.Errorf("spec.downstream: %w", err)
-	}
-	if down.Spec.Git == nil {
-		return VariantPlan{}, fmt.Errorf("spec.downstream: %w", gitremote.NotGit(down))
-	}
-	target, err := r.Remote(ctx, down)
+	down, target, err := p.gitRepository(ctx, r, pv.Namespace, pv.Spec.Downstream.Repository.Name, "spec.downstream")
 	if err != nil {
 		return VariantPlan{}, err
 	}
@@ -171,6 +157,20 @@ func (p Planner) PlanVariant(ctx context.Context, r VariantReader, pv *v1alpha1.
 		plan.Approval = approval(pv, plan.Proposal, plan.ApprovedCommit)
 	}
 	return plan, nil
+}
+
+// gitRepository reads the git Repository a variant renders from or publishes to (field names it
+// in errors) and the remote that reaches it: variants are rendered and merged in git.
+func (p Planner) gitRepository(ctx context.Context, r VariantReader, namespace, name, field string) (*v1alpha1.Repository, pkgrepo.Remote, error) {
+	repo, err := p.repository(ctx, r, namespace, name)
+	if err != nil {
+		return nil, pkgrepo.Remote{}, fmt.Errorf("%s: %w", field, err)
+	}
+	if repo.Spec.Git == nil {
+		return nil, pkgrepo.Remote{}, fmt.Errorf("%s: %w", field, gitremote.NotGit(repo))
+	}
+	remote, err := r.Remote(ctx, repo)
+	return repo, remote, err
 }
 
 // variantUpstream is where a variant's upstream is: a package of a Repository, or the latest

@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/health"
-	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
@@ -33,19 +32,26 @@ func (r *Reconciler) drain(ctx context.Context, pd *v1alpha1.PackageDeployment, 
 		pd.Status.Drain = d
 	}
 	tag := publishedTag(cluster, pd.Name)
-	empty, err := r.emptyPackage(ctx, cluster)
+	repo, err := r.clusterRepository(ctx, cluster)
 	if err != nil {
 		setDraining(pd, cluster, health.Result{Reason: "EmptyPackageUnknown", Message: err.Error()})
 		return ctrl.Result{}, err
 	}
-	number, ok := strings.CutPrefix(tag, empty.path+"/v")
+	path := fleet.EmptyPackagePath(repo)
+	number, ok := strings.CutPrefix(tag, path+"/v")
 	if !ok {
 		setDraining(pd, cluster, health.Result{Reason: "Publishing", Message: fmt.Sprintf(
-			"waiting for a deployed-packages revision of cluster %s that points the sync object at the empty package %s (it still pins %s)", cluster.Name, empty.path, tag)})
+			"waiting for a deployed-packages revision of cluster %s that points the sync object at the empty package %s (it still pins %s)", cluster.Name, path, tag)})
 		return ctrl.Result{RequeueAfter: r.healthInterval()}, nil
 	}
 	if d.Tag != tag || d.Commit == "" {
-		rev, err := r.Git.Resolve(ctx, empty.remote, empty.path, "v"+number)
+		// Once per drain: the commit is kept in status.drain (the tag never moves).
+		remote, err := gitremote.Remote(ctx, r.APIReader, repo)
+		if err != nil {
+			setDraining(pd, cluster, health.Result{Reason: "EmptyPackageUnknown", Message: err.Error()})
+			return ctrl.Result{}, err
+		}
+		rev, err := r.Git.Resolve(ctx, remote, path, "v"+number)
 		if err != nil {
 			setDraining(pd, cluster, health.Result{Reason: "EmptyPackageUnknown", Message: fmt.Sprintf("resolve %s: %v", tag, err)})
 			return ctrl.Result{}, err
@@ -62,29 +68,19 @@ func (r *Reconciler) drain(ctx context.Context, pd *v1alpha1.PackageDeployment, 
 	return ctrl.Result{RequeueAfter: r.healthInterval()}, nil
 }
 
-type emptyPackage struct {
-	path   string
-	remote pkgrepo.Remote
-}
-
-// emptyPackage is where the cluster's empty package is: its path in the cluster repository and
-// the remote that reaches it.
-func (r *Reconciler) emptyPackage(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (emptyPackage, error) {
+// clusterRepository is the cluster's (git) repository, where its empty package is.
+func (r *Reconciler) clusterRepository(ctx context.Context, cluster *v1alpha1.WorkloadCluster) (*v1alpha1.Repository, error) {
 	repo := &v1alpha1.Repository{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return emptyPackage{}, fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, cluster.Namespace, cluster.Spec.Repository.Name)
+			return nil, fmt.Errorf("%w: Repository %s/%s does not exist", errRepositoryNotFound, cluster.Namespace, cluster.Spec.Repository.Name)
 		}
-		return emptyPackage{}, err
+		return nil, err
 	}
 	if repo.Spec.Git == nil {
-		return emptyPackage{}, gitremote.NotGit(repo)
+		return nil, gitremote.NotGit(repo)
 	}
-	remote, err := gitremote.Remote(ctx, r.APIReader, repo)
-	if err != nil {
-		return emptyPackage{}, err
-	}
-	return emptyPackage{path: fleet.EmptyPackagePath(repo), remote: remote}, nil
+	return repo, nil
 }
 
 // drained reads the deployment's sync object (and, for Config Sync, its ResourceGroup) back from

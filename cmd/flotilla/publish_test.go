@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,9 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
+	"github.com/flotilla-dev/flotilla/internal/ocitest"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
@@ -51,7 +48,7 @@ func writePackage(t *testing.T, files map[string]string) string {
 
 func TestPublish(t *testing.T) {
 	const user, password = "ci", "s3cret-token"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := ocitest.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)

@@ -2,15 +2,10 @@ package controller_test
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,16 +14,10 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
+	"github.com/flotilla-dev/flotilla/internal/ocitest"
 )
 
-// ociCatalog serves a registry and pushes package revisions to it as `flotilla publish --oci`
-// does; it returns the registry host.
-func ociCatalog(t *testing.T) string {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
+// ociPush pushes a package revision to the registry at host as `flotilla publish --oci` does.
 func ociPush(t *testing.T, host, pkg string, n int) string {
 	t.Helper()
 	files := map[string][]byte{
@@ -46,7 +35,7 @@ func ociPush(t *testing.T, host, pkg string, n int) string {
 // in deployed-packages, and never follows a tag re-pushed to other content.
 func TestOCIPackages(t *testing.T) {
 	f := newFixture(t)
-	host := ociCatalog(t)
+	host := ocitest.NewRegistry(t, nil)
 	v1 := ociPush(t, host, "upf", 1)
 	f.repository("edge01")
 	f.create(&v1alpha1.Repository{

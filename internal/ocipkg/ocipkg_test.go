@@ -21,7 +21,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -29,26 +28,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/flotilla-dev/flotilla/internal/ocitest"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
-
-// newRegistry serves an in-memory registry over plain http and returns its host.
-func newRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
-	t.Helper()
-	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
 
 // newTLSRegistry serves an in-memory registry over https and returns its host and the PEM of
 // its certificate.
 func newTLSRegistry(t *testing.T) (string, []byte) {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewUnstartedServer(ocitest.Handler())
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted-certificate case fails handshakes
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -74,7 +62,7 @@ func mustPush(t *testing.T, ref string, files map[string][]byte, opts Options) A
 }
 
 func TestPushResolveFetch(t *testing.T) {
-	plain := newRegistry(t, nil)
+	plain := ocitest.NewRegistry(t, nil)
 	tlsHost, ca := newTLSRegistry(t)
 	for _, reg := range []struct {
 		name string
@@ -126,11 +114,11 @@ func TestPushResolveFetch(t *testing.T) {
 }
 
 func TestSameFilesSameDigest(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	opts := Options{Insecure: true}
 	a := mustPush(t, host+"/team-a/web:v1", pkgFiles("1"), opts)
 	// Another registry path, same package name and revision: the same artifact.
-	b := mustPush(t, newRegistry(t, nil)+"/team-b/web:v1", pkgFiles("1"), opts)
+	b := mustPush(t, ocitest.NewRegistry(t, nil)+"/team-b/web:v1", pkgFiles("1"), opts)
 	if a.Digest != b.Digest {
 		t.Errorf("same files, digests %s and %s", a.Digest, b.Digest)
 	}
@@ -147,7 +135,7 @@ func TestSameFilesSameDigest(t *testing.T) {
 }
 
 func TestPushRefusesExistingTag(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	opts := Options{Insecure: true}
 	first := mustPush(t, host+"/team/web:v1", pkgFiles("1"), opts)
 
@@ -219,7 +207,7 @@ func with(files map[string][]byte, name, data string) map[string][]byte {
 }
 
 func TestResolveIgnoresOtherTags(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	opts := Options{Insecure: true}
 	mustPush(t, host+"/team/web:v1", pkgFiles("1"), opts)
 	v3 := mustPush(t, host+"/team/web:v3", pkgFiles("3"), opts)
@@ -252,7 +240,7 @@ func TestResolveIgnoresOtherTags(t *testing.T) {
 }
 
 func TestResolveMissingPackage(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	opts := Options{Insecure: true}
 	for _, pkg := range []string{"nothing", "only-latest"} {
 		if pkg == "only-latest" {
@@ -287,7 +275,7 @@ func TestResolveMissingPackage(t *testing.T) {
 // through GET. (The library's own push needs HEAD: only the first push goes without.)
 func TestNoHEAD(t *testing.T) {
 	var refuseHEAD atomic.Bool
-	host := newRegistry(t, func(next http.Handler) http.Handler {
+	host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if refuseHEAD.Load() && r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
 				http.Error(w, "", http.StatusMethodNotAllowed)
@@ -369,7 +357,7 @@ func craftedImage(t *testing.T, mt types.MediaType, tars ...[]byte) v1.Image {
 }
 
 func TestFetchRefusesHostileArtifacts(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	kptfile := entry{name: "Kptfile", data: "kind: Kptfile\n"}
 	many := []entry{kptfile}
 	for i := range maxPackageFiles {
@@ -463,7 +451,7 @@ func layerOf(t *testing.T, entries ...entry) func() v1.Image {
 // TestArtifactLayout pins what Config Sync, Flux and Argo CD read: the manifest, the config and
 // the layer's entries. It also reads the image as Config Sync does, flattened by mutate.Extract.
 func TestArtifactLayout(t *testing.T) {
-	host := newRegistry(t, nil)
+	host := ocitest.NewRegistry(t, nil)
 	a := mustPush(t, host+"/team/web:v7", pkgFiles("7"), Options{Insecure: true})
 	ref := mustRef(t, a.Image+"@"+a.Digest)
 	img, err := remote.Image(ref)
@@ -585,7 +573,7 @@ func TestArtifactLayout(t *testing.T) {
 
 func TestBasicAuth(t *testing.T) {
 	const user, password = "robot", "hunter2-very-secret"
-	host := newRegistry(t, func(next http.Handler) http.Handler {
+	host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
 				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
@@ -643,7 +631,7 @@ func TestBasicAuth(t *testing.T) {
 
 func TestTLSAndPlainHTTP(t *testing.T) {
 	tlsHost, _ := newTLSRegistry(t)
-	plain := newRegistry(t, nil)
+	plain := ocitest.NewRegistry(t, nil)
 	for _, tc := range []struct {
 		name string
 		ref  string

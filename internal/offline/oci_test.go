@@ -2,18 +2,14 @@ package offline
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
+	"github.com/flotilla-dev/flotilla/internal/ocitest"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
@@ -21,9 +17,7 @@ import (
 // registry is pinned by digest in the cluster's deployed-packages, beside a git package; an OCI
 // Repository named as a cluster's repository fails that cluster.
 func TestRunPinsOCIPackages(t *testing.T) {
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := ocitest.NewRegistry(t, nil)
 	art, err := ocipkg.Push(context.Background(), host+"/catalog/upf:v1",
 		map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: upf}\n")}, ocipkg.Options{Insecure: true})
 	if err != nil {

@@ -3,14 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
+	"github.com/flotilla-dev/flotilla/internal/ocitest"
 )
 
 // story is one user story's world: a namespace (flotilla's objects in the management cluster,
@@ -250,9 +247,7 @@ func TestEmptyFirstPrunesWithoutPropagation(t *testing.T) {
 // revision, and pruned when deleted.
 func TestOCIPackageDeployUpgradeUndeploy(t *testing.T) {
 	s := newStory(t)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := ocitest.NewRegistry(t, nil)
 	push := func(n int) {
 		files := map[string][]byte{
 			"Kptfile":        []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"),

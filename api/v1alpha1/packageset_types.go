@@ -7,7 +7,6 @@ import (
 
 // PackageSetSpec deploys one blueprint revision to every target its generator yields.
 // +kubebuilder:validation:XValidation:rule="has(self.package.repository)",message="package.repository is required: name the Repository that holds the blueprint"
-// +kubebuilder:validation:XValidation:rule="!has(self.variant) || !has(self.strategy) || !has(self.strategy.type) || self.strategy.type != 'RollingUpdate'",message="strategy RollingUpdate with variant is not supported yet: use AllAtOnce, or deploy the blueprint without variant"
 type PackageSetSpec struct {
 	// Package is the blueprint: repository, package and revision (vN or latest).
 	Package PackageReference `json:"package"`

@@ -95,12 +95,13 @@ func readyAt(pd *v1alpha1.PackageDeployment, other *v1alpha1.PackageSet) bool {
 		return false
 	}
 	// The revision the set deploys now (promoted, latest, or a rollout's): its deployments
-	// count once they are healthy at it. A variant's deployments pin the variant, not the
-	// blueprint: healthy at what they pin is all that can be told.
-	if want := other.Status.Revision; want != "" && other.Spec.Variant == nil && r.Tag != want {
-		return false
+	// count once they are healthy at it. A variant's deployments pin the variant: they count
+	// by the blueprint revision it was rendered from.
+	want := other.Status.Revision
+	if other.Spec.Variant != nil {
+		return want == "" || pd.Annotations[AnnotationBlueprint] == want
 	}
-	return true
+	return want == "" || r.Tag == want
 }
 
 // checkCycle refuses a chain of dependsOn that comes back to set.

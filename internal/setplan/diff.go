@@ -44,8 +44,12 @@ func Diff(set *v1alpha1.PackageSet, owned []v1alpha1.PackageDeployment, result g
 		cur, ok := byName[t.Name]
 		desired := deployment(set, t, rev, pinnedAt(cur, rev, now))
 		if ok && set.Spec.Strategy.Type == v1alpha1.StrategyRollingUpdate {
-			if last := leaving(cur, rev.Revision); last != "" {
+			last, blueprint := leaving(cur, rev.Revision)
+			if last != "" {
 				desired.Annotations[AnnotationLastHealthy] = last
+			}
+			if last != "" && blueprint != "" {
+				desired.Annotations[AnnotationLastHealthyBlueprint] = blueprint
 			}
 		}
 		switch {

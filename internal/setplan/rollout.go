@@ -20,49 +20,80 @@ const AnnotationPinnedAt = "flotilla.dev/pinned-at"
 // healthy on it: where a rollback returns it.
 const AnnotationLastHealthy = "flotilla.dev/last-healthy"
 
+// AnnotationBlueprint records, on a deployment of a set with a variant, the blueprint revision
+// (tag) the variant it pins was rendered from: where a rollout counts it.
+const AnnotationBlueprint = "flotilla.dev/blueprint"
+
+// AnnotationLastHealthyBlueprint records, next to AnnotationLastHealthy on a deployment of a
+// variant, the blueprint revision (tag) that last healthy variant revision was rendered from.
+const AnnotationLastHealthyBlueprint = "flotilla.dev/last-healthy-blueprint"
+
 // Revisions says, per target name, which package revision its deployment pins; a target missing
 // from the map gets no deployment yet (a rollout has not reached it).
 type Revisions map[string]v1alpha1.PackageReference
 
+// Decision is what the rollout logic asks for.
+type Decision struct {
+	// Revisions is the pin of each target that has a deployment now. For a set with a variant,
+	// a target pinned to the set's blueprint revision gets its variant rendered from it.
+	Revisions Revisions
+	// Kept names, for a set with a variant, the targets whose deployment keeps (or returns to) the
+	// variant revision in Revisions as it is, without rendering: a rollout has not moved them to
+	// the blueprint revision asked for, or rolled them back. The value is the blueprint revision
+	// (tag) that variant revision was rendered from.
+	Kept map[string]string
+	// Rollout is the set's new rollout status (nil for AllAtOnce).
+	Rollout *v1alpha1.RolloutStatus
+	// Recheck is when to look again without an event (0: not needed).
+	Recheck time.Duration
+}
+
 // Decide runs the rollout logic: AllAtOnce pins every target to the set's revision; RollingUpdate
 // pins to the exact blueprint revision only the targets the rollout moved, and keeps the others
-// where they are.
-// The duration is when to look again without an event (0: not needed): a rollout waiting for
-// targets to become healthy must halt when their health timeout runs out.
-func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time, wait gate, waiting map[string]string) (Revisions, *v1alpha1.RolloutStatus, time.Duration) {
+// where they are. A set with a variant rolls out in blueprint revisions too: a target's place is
+// the blueprint revision its variant was rendered from (AnnotationBlueprint), and one that stays
+// keeps its variant revision, not rendered again.
+// The recheck is when to look again without an event: a rollout waiting for targets to become
+// healthy must halt when their health timeout runs out.
+func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result generate.Result, now time.Time, wait gate, waiting map[string]string) Decision {
 	set, up := in.Set, in.Upstream
-	revs := Revisions{}
+	d := Decision{Revisions: Revisions{}, Kept: map[string]string{}}
+	revs := d.Revisions
 	if wait == nil {
 		wait = func(string) string { return "" }
 	}
-	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
-		current := map[string]v1alpha1.PackageReference{}
-		for i := range owned {
-			current[owned[i].Name] = owned[i].Spec.Package
+	variant := set.Spec.Variant != nil
+	// keep leaves pd where it is: a variant is not rendered again.
+	keep := func(pd *v1alpha1.PackageDeployment) {
+		revs[pd.Name] = *pd.Spec.Package.DeepCopy()
+		if variant {
+			d.Kept[pd.Name] = pd.Annotations[AnnotationBlueprint]
 		}
+	}
+	byName := map[string]*v1alpha1.PackageDeployment{}
+	for i := range owned {
+		byName[owned[i].Name] = &owned[i]
+	}
+	if set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate {
 		for _, t := range result.Targets {
 			reason := wait(t.Cluster)
-			cur, exists := current[t.Name]
+			cur := byName[t.Name]
 			switch {
-			case reason == "" || (exists && cur == set.Spec.Package):
+			case reason == "" || (cur != nil && at(cur, set, up.Tag)):
 				revs[t.Name] = set.Spec.Package
-			case exists:
-				revs[t.Name] = cur // held where it is until its dependency is ready
+			case cur != nil:
+				keep(cur) // held where it is until its dependency is ready
 				waiting[t.Name] = reason
 			default:
 				waiting[t.Name] = reason // no deployment until its dependency is ready
 			}
 		}
-		return revs, nil, 0
+		return d
 	}
 	pinned := func(rev string) v1alpha1.PackageReference {
 		ref := *set.Spec.Package.DeepCopy()
 		ref.Revision = rev
 		return ref
-	}
-	byName := map[string]*v1alpha1.PackageDeployment{}
-	for i := range owned {
-		byName[owned[i].Name] = &owned[i]
 	}
 	labels := map[string]map[string]string{}
 	for _, c := range in.Clusters {
@@ -78,23 +109,17 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	for _, t := range result.Targets {
 		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster], Blocked: wait(t.Cluster)}
 		if pd := byName[t.Name]; pd != nil {
-			rt.Current = prefix + pd.Spec.Package.Revision
-			if pd.Spec.Package.Revision == "latest" && pd.Status.Resolved != nil {
-				rt.Current = pd.Status.Resolved.Tag
-			}
-			rt.Healthy = healthy(pd, rt.Current)
+			rt.Current, rt.LastHealthy = place(pd, variant, prefix)
+			rt.Healthy = healthyPin(pd)
 			rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
-			if last := lastHealthy(pd); last != "" {
-				rt.LastHealthy = prefix + last
-			}
-			revs[t.Name] = pinned(pd.Spec.Package.Revision)
+			keep(pd)
 		}
 		if rt.Blocked != "" && rt.Current != up.Tag {
 			waiting[t.Name] = rt.Blocked
 		}
 		targets = append(targets, rt)
 	}
-	d := rollout.Next(rollout.Input{
+	next := rollout.Next(rollout.Input{
 		Strategy: set.Spec.Strategy,
 		Desired:  up.Tag,
 		Targets:  targets,
@@ -104,13 +129,60 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 		Now:      now,
 		Set:      set.Name,
 	})
-	for _, name := range d.Move {
-		revs[name] = pinned(fmt.Sprintf("v%d", up.Number))
+	moved := map[string]bool{}
+	for _, name := range next.Move {
+		moved[name] = true
 	}
-	for name, tag := range d.Back {
-		revs[name] = pinned(tag[len(prefix):])
+	for _, rt := range targets {
+		// Moved, or already there: a variant is rendered from the blueprint revision asked for
+		// (its values and hand edits follow; a kept target's do not).
+		if moved[rt.Name] || (variant && rt.Current == up.Tag && up.Tag != "") {
+			revs[rt.Name] = pinned(fmt.Sprintf("v%d", up.Number))
+			delete(d.Kept, rt.Name)
+		}
 	}
-	return revs, d.Status, d.Recheck
+	for name, tag := range next.Back {
+		pd := byName[name]
+		if !variant {
+			revs[name] = pinned(tag[len(prefix):])
+			continue
+		}
+		// A variant returns to the variant revision that was healthy, as it was rendered then.
+		ref := *pd.Spec.Package.DeepCopy()
+		ref.Revision = lastHealthy(pd)
+		revs[name], d.Kept[name] = ref, tag
+	}
+	d.Rollout, d.Recheck = next.Status, next.Recheck
+	return d
+}
+
+// place is where a rollout counts pd: the blueprint revision (tag) it runs and the last one that
+// was healthy on it ("" if none). A variant's deployment pins the variant: its blueprint revision
+// is the one the variant was rendered from.
+func place(pd *v1alpha1.PackageDeployment, variant bool, prefix string) (current, last string) {
+	if variant {
+		if pd.Annotations[AnnotationLastHealthy] != "" {
+			last = pd.Annotations[AnnotationLastHealthyBlueprint]
+		}
+		return pd.Annotations[AnnotationBlueprint], last
+	}
+	current = prefix + pd.Spec.Package.Revision
+	if pd.Spec.Package.Revision == "latest" && pd.Status.Resolved != nil {
+		current = pd.Status.Resolved.Tag
+	}
+	if l := lastHealthy(pd); l != "" {
+		last = prefix + l
+	}
+	return current, last
+}
+
+// at reports whether pd already deploys what set asks for (blueprint tag: the resolved revision
+// of the set's blueprint).
+func at(pd *v1alpha1.PackageDeployment, set *v1alpha1.PackageSet, tag string) bool {
+	if set.Spec.Variant != nil {
+		return tag != "" && pd.Annotations[AnnotationBlueprint] == tag
+	}
+	return pd.Spec.Package == set.Spec.Package
 }
 
 // lastHealthy is the last revision (vN) healthy on pd before the one it pins now: where a
@@ -119,16 +191,29 @@ func lastHealthy(pd *v1alpha1.PackageDeployment) string {
 	return pd.Annotations[AnnotationLastHealthy]
 }
 
-// leaving is what pd's last-healthy revision becomes when its pin moves to rev: the revision it
-// leaves, when that one is healthy, else what it recorded before.
-func leaving(pd *v1alpha1.PackageDeployment, rev string) string {
+// leaving is what pd's last-healthy revision (and, for a variant, its blueprint revision) becomes
+// when its pin moves to rev: the revision it leaves, when that one is healthy, else what it
+// recorded before.
+func leaving(pd *v1alpha1.PackageDeployment, rev string) (last, blueprint string) {
+	recorded := func() (string, string) {
+		return pd.Annotations[AnnotationLastHealthy], pd.Annotations[AnnotationLastHealthyBlueprint]
+	}
 	if pd.Spec.Package.Revision == rev {
-		return pd.Annotations[AnnotationLastHealthy]
+		return recorded()
 	}
-	if r := pd.Status.Resolved; r != nil && healthy(pd, r.Tag) {
-		return fmt.Sprintf("v%d", r.Revision)
+	if healthyPin(pd) {
+		return fmt.Sprintf("v%d", pd.Status.Resolved.Revision), pd.Annotations[AnnotationBlueprint]
 	}
-	return pd.Annotations[AnnotationLastHealthy]
+	return recorded()
+}
+
+// healthyPin reports whether pd is healthy at the revision it pins now.
+func healthyPin(pd *v1alpha1.PackageDeployment) bool {
+	r := pd.Status.Resolved
+	if r == nil || (pd.Spec.Package.Revision != "latest" && pd.Spec.Package.Revision != fmt.Sprintf("v%d", r.Revision)) {
+		return false
+	}
+	return healthy(pd, r.Tag)
 }
 
 // healthy reports whether a deployment has its revision applied: Synced when the cluster reports

@@ -123,18 +123,18 @@ func (p Planner) Plan(ctx context.Context, r Reader, set *v1alpha1.PackageSet, o
 		wait = p.waitForFacts(ctx, r, set, wait)
 	}
 	out.Waiting = map[string]string{}
-	revs, rollout, recheck := Decide(in, owned, result, now, wait, out.Waiting)
-	out.Decided, out.Rollout, out.Recheck = true, rollout, recheck
+	d := Decide(in, owned, result, now, wait, out.Waiting)
+	out.Decided, out.Rollout, out.Recheck = true, d.Rollout, d.Recheck
 	if promoteAgain > 0 && (out.Recheck == 0 || promoteAgain < out.Recheck) {
 		out.Recheck = promoteAgain
 	}
 	if set.Spec.Variant != nil {
-		if result, err = p.variants(ctx, r, in, result, revs); err != nil {
+		if result, err = p.variants(ctx, r, in, result, d, owned); err != nil {
 			return out, err
 		}
 	}
 	out.Result = result
-	out.Changes = Diff(set, owned, result, revs, now)
+	out.Changes = Diff(set, owned, result, d.Revisions, now)
 	return out, nil
 }
 

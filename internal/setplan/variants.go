@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 
@@ -24,27 +25,48 @@ import (
 // came from (JSON), for debugging a hierarchy.
 const AnnotationValues = "flotilla.dev/values"
 
-// variants renders and publishes every target's variant and points its deployment at the
-// published revision. A target whose variant fails (a missing required layer, a merge conflict, a
-// function error) becomes a problem and keeps its deployment as it is.
-func (p Planner) variants(ctx context.Context, r Reader, in generate.Inputs, result generate.Result, revs Revisions) (generate.Result, error) {
+// variants renders and publishes the variant of every target the decision pins to the set's
+// blueprint revision, and points its deployment at the published revision. A target the decision
+// keeps (a rollout has not moved it, or rolled it back) keeps its variant revision, and one
+// without a pin gets nothing rendered. A target whose variant fails (a missing required layer, a
+// merge conflict, a function error) becomes a problem and keeps its deployment as it is.
+func (p Planner) variants(ctx context.Context, r Reader, in generate.Inputs, result generate.Result, d Decision, owned []v1alpha1.PackageDeployment) (generate.Result, error) {
 	set := in.Set
 	bp, err := p.blueprint(ctx, r, set)
 	if err != nil {
 		return result, err
 	}
+	byName := map[string]*v1alpha1.PackageDeployment{}
+	for i := range owned {
+		byName[owned[i].Name] = &owned[i]
+	}
 	kept := result.Targets[:0]
 	for _, t := range result.Targets {
+		t.Annotations = maps.Clone(t.Annotations)
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		if tag, ok := d.Kept[t.Name]; ok {
+			// As it was rendered: the values it was rendered with, and its blueprint revision.
+			if pd := byName[t.Name]; pd != nil && pd.Annotations[AnnotationValues] != "" {
+				t.Annotations[AnnotationValues] = pd.Annotations[AnnotationValues]
+			}
+			t.Annotations[AnnotationBlueprint] = tag
+			kept = append(kept, t)
+			continue
+		}
+		if _, pinned := d.Revisions[t.Name]; !pinned {
+			kept = append(kept, t) // not reached yet: nothing is rendered for it
+			continue
+		}
 		ref, origin, err := p.variant(ctx, r, in, bp, t)
 		if err != nil {
 			result.Problems = append(result.Problems, generate.Problem{Target: t.Key, Message: err.Error()})
 			continue
 		}
-		revs[t.Name] = ref
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
+		d.Revisions[t.Name] = ref
 		t.Annotations[AnnotationValues] = origin
+		t.Annotations[AnnotationBlueprint] = in.Upstream.Tag
 		kept = append(kept, t)
 	}
 	result.Targets = kept

@@ -362,6 +362,23 @@ type DeploymentTemplate struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// DependsOn orders each generated deployment after other deployments on its target's cluster
+	// (PackageDeployment spec.dependsOn), e.g. the SMF before the UPF on every site: each entry
+	// gives, per target, the name of one.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	DependsOn []TemplateDependency `json:"dependsOn,omitempty"`
+}
+
+// TemplateDependency names, per target, a deployment on the target's cluster that the generated
+// deployment waits for.
+type TemplateDependency struct {
+	// NameExpr is a CEL expression giving the deployment's name, e.g. "'smf-' + target.name"
+	// (the name nameExpr gives the other set's deployment on this cluster).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	NameExpr string `json:"nameExpr"`
 }
 
 // PackageSetStatus summarizes the generated deployments.

@@ -69,3 +69,44 @@ func TestPackageSetDependsOn(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	g.Expect(f.deploymentsOf("smf")).To(Equal([]string{"smf-a→a", "smf-b→b"}), "a refused set keeps its deployments")
 }
+
+// template.dependsOn orders each generated deployment after the other set's deployment on the
+// same cluster: the cluster publishes both, the UPF's sync object ordered after the SMF's, and a
+// later change of the template reaches the deployments.
+func TestPackageSetTemplateDependsOn(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	one := v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{List: []v1alpha1.ListElement{{Cluster: "edge01"}}}}
+	f.packageSet("smf", one, func(s *v1alpha1.PackageSet) { s.Spec.Package.Name = "crds"; s.Spec.Package.Revision = "v1" })
+	upf := f.packageSet("upf", one, func(s *v1alpha1.PackageSet) {
+		s.Spec.Template.DependsOn = []v1alpha1.TemplateDependency{{NameExpr: "'smf-' + target.name"}}
+	})
+	c := f.clusterWith(ConsistOf(
+		v1alpha1.PublishedPin{Deployment: "smf-edge01", Tag: "crds/v1"},
+		v1alpha1.PublishedPin{Deployment: "upf-edge01", Tag: "nginx-hello/v2"},
+	))
+	pd := &v1alpha1.PackageDeployment{}
+	g.Expect(env.Client.Get(f.ctx, f.key("upf-edge01"), pd)).To(Succeed())
+	g.Expect(pd.Spec.DependsOn).To(Equal([]v1alpha1.LocalObjectReference{{Name: "smf-edge01"}}))
+	smf := &v1alpha1.PackageDeployment{}
+	g.Expect(env.Client.Get(f.ctx, f.key("smf-edge01"), smf)).To(Succeed())
+	g.Eventually(func() string {
+		g.Expect(env.Client.Get(f.ctx, f.key("smf-edge01"), smf)).To(Succeed())
+		if smf.Status.SyncObject == nil {
+			return ""
+		}
+		return smf.Status.SyncObject.Name
+	}, "30s").ShouldNot(BeEmpty())
+	rs := f.syncObject(c.Status.DeployedPackages.Tag, pd)
+	g.Expect(rs.GetAnnotations()["config.kubernetes.io/depends-on"]).To(HaveSuffix("/RootSync/" + smf.Status.SyncObject.Name))
+
+	// Dropping the dependency from the template drops it from the deployment.
+	f.update(upf, func() { upf.Spec.Template.DependsOn = nil })
+	g.Eventually(func() []v1alpha1.LocalObjectReference {
+		g.Expect(env.Client.Get(f.ctx, f.key("upf-edge01"), pd)).To(Succeed())
+		return pd.Spec.DependsOn
+	}, "30s").Should(BeEmpty())
+}

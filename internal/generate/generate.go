@@ -60,6 +60,8 @@ type Target struct {
 	Layers []Layer
 	// Injectors are the variant's injected objects for this target.
 	Injectors []ObjectRef
+	// DependsOn names the deployments on the target's cluster its deployment waits for.
+	DependsOn []string
 }
 
 // Layer is one values ConfigMap of a variant, resolved for a target.

@@ -39,6 +39,9 @@ func MayTarget(set *v1alpha1.PackageSet, cluster string, clusterLabels map[strin
 func UsesFacts(set *v1alpha1.PackageSet) bool {
 	t := set.Spec.Template
 	exprs := []string{t.NameExpr, t.NamespaceExpr}
+	for _, d := range t.DependsOn {
+		exprs = append(exprs, d.NameExpr)
+	}
 	for _, m := range []map[string]string{t.Labels, t.Annotations} {
 		for _, e := range m {
 			exprs = append(exprs, e)

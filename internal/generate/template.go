@@ -27,6 +27,7 @@ type template struct {
 	annotations    []keyedExpr // sorted by key
 	layers         []layerExpr
 	injectors      []injectorExpr
+	dependsOn      []*expr
 }
 
 // layerExpr is a variant values layer: a fixed ConfigMap name or an expression giving it.
@@ -77,6 +78,13 @@ func compileTemplate(t v1alpha1.DeploymentTemplate, variant *v1alpha1.VariantSpe
 	}
 	if out.annotations, err = compileKeyed(env, "template.annotations", t.Annotations); err != nil {
 		return nil, err
+	}
+	for i, d := range t.DependsOn {
+		e, err := compile(env, fmt.Sprintf("template.dependsOn[%d].nameExpr", i), d.NameExpr, types.StringType)
+		if err != nil {
+			return nil, err
+		}
+		out.dependsOn = append(out.dependsOn, e)
 	}
 	if variant == nil {
 		return out, nil
@@ -178,8 +186,32 @@ func (t *template) target(e element, vars *templateVars) (Target, error) {
 	if out.Annotations, err = evalKeyed(t.annotations, vars, about, nil); err != nil {
 		return Target{}, err
 	}
+	if out.DependsOn, err = t.dependencies(out.Name, vars, about); err != nil {
+		return Target{}, err
+	}
 	if err := t.variant(&out, vars, about); err != nil {
 		return Target{}, err
+	}
+	return out, nil
+}
+
+// dependencies evaluates template.dependsOn for the target whose deployment is self: names in
+// the template's order, each once.
+func (t *template) dependencies(self string, vars *templateVars, about string) ([]string, error) {
+	var out []string
+	for _, e := range t.dependsOn {
+		name, err := e.evalString(vars, about)
+		if err != nil {
+			return nil, err
+		}
+		switch errs := validation.IsDNS1123Subdomain(name); {
+		case len(errs) > 0:
+			return nil, e.errorf(about, "gives %q, not a valid deployment name: %s", name, strings.Join(errs, "; "))
+		case name == self:
+			return nil, e.errorf(about, "gives %q, the deployment itself: name a deployment of another set on the cluster", name)
+		case !slices.Contains(out, name):
+			out = append(out, name)
+		}
 	}
 	return out, nil
 }

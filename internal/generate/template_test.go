@@ -75,6 +75,20 @@ func TestTemplate(t *testing.T) {
 			Problems: []generate.Problem{{Target: "edge03", Message: `template.labels["env"] "target.context.env == 'staging' ? 'not valid!' : target.context.env": gives "not valid!", not a valid label value: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?') (target edge03)`}},
 		},
 	}, {
+		name:    "dependsOn: per target, each name once; a bad name or the deployment itself is a problem",
+		targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{List: []v1alpha1.ListElement{{Cluster: "edge01"}, {Cluster: "edge02"}, {Cluster: "edge03"}}}},
+		template: v1alpha1.DeploymentTemplate{DependsOn: []v1alpha1.TemplateDependency{
+			{NameExpr: "'smf-' + target.name"}, {NameExpr: "target.name == 'edge02' ? 'Bad_Name' : 'crds-' + target.name"},
+			{NameExpr: "'smf-' + target.name"}, {NameExpr: "target.name == 'edge03' ? 'upf-edge03' : 'smf-' + target.name"},
+		}},
+		want: generate.Result{
+			Targets: []generate.Target{{Key: "edge01", Cluster: "edge01", Name: "upf-edge01", DeletionPolicy: del, DependsOn: []string{"smf-edge01", "crds-edge01"}}},
+			Problems: []generate.Problem{
+				{Target: "edge02", Message: `template.dependsOn[1].nameExpr "target.name == 'edge02' ? 'Bad_Name' : 'crds-' + target.name": gives "Bad_Name", not a valid deployment name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') (target edge02)`},
+				{Target: "edge03", Message: `template.dependsOn[3].nameExpr "target.name == 'edge03' ? 'upf-edge03' : 'smf-' + target.name": gives "upf-edge03", the deployment itself: name a deployment of another set on the cluster (target edge03)`},
+			},
+		},
+	}, {
 		name:     "invalid name and namespace",
 		targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{List: []v1alpha1.ListElement{{Cluster: "edge01"}, {Cluster: "edge02"}}}},
 		template: v1alpha1.DeploymentTemplate{NameExpr: "target.name == 'edge01' ? 'Edge01' : target.name", NamespaceExpr: "target.name == 'edge02' ? 'a.b' : ''"},

@@ -2,6 +2,7 @@ package setplan
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,6 +98,10 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target, pkg v1alpha1.Packag
 	}
 	annotations[AnnotationTarget] = t.Key
 	annotations[AnnotationPinnedAt] = pinnedAt
+	var dependsOn []v1alpha1.LocalObjectReference
+	for _, name := range t.DependsOn {
+		dependsOn = append(dependsOn, v1alpha1.LocalObjectReference{Name: name})
+	}
 	return &v1alpha1.PackageDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            t.Name,
@@ -112,6 +117,7 @@ func deployment(set *v1alpha1.PackageSet, t generate.Target, pkg v1alpha1.Packag
 			Package:        *pkg.DeepCopy(),
 			Namespace:      t.Namespace,
 			DeletionPolicy: t.DeletionPolicy,
+			DependsOn:      dependsOn,
 		},
 	}
 }
@@ -144,7 +150,7 @@ func equalSpec(a, b v1alpha1.PackageDeploymentSpec) bool {
 	}
 	return a.Cluster == b.Cluster && a.Namespace == b.Namespace && a.DeletionPolicy == b.DeletionPolicy &&
 		a.Package.Name == b.Package.Name && a.Package.Revision == b.Package.Revision &&
-		equalRef(a.Package.Repository, b.Package.Repository) && len(a.DependsOn) == 0 && !a.Suspend
+		equalRef(a.Package.Repository, b.Package.Repository) && slices.Equal(a.DependsOn, b.DependsOn) && !a.Suspend
 }
 
 func equalRef(a, b *v1alpha1.LocalObjectReference) bool {

@@ -110,4 +110,13 @@ func TestVariantRollingUpdate(t *testing.T) {
 	g.Consistently(func() []string { return tags("c") }, 3*time.Second, 500*time.Millisecond).Should(Equal([]string{"upf/v1"}), "a halted rollout renders nothing for the targets it did not reach")
 	g.Expect(pd("upf-c").Spec.Package.Revision).To(Equal("v1"))
 	g.Expect(pd("upf-c").Annotations).To(HaveKeyWithValue("flotilla.dev/blueprint", "upf/v1"))
+
+	// Each decision is an event on the set.
+	g.Eventually(func(g Gomega) {
+		g.Expect(f.events("RolloutStarted")).To(ContainElement(ContainSubstring("rolling out upf/v2")))
+		g.Expect(f.events("RolloutPaused")).To(ContainElement(ContainSubstring("paused after step 1 of 2")))
+		g.Expect(f.events("RolloutResumed")).NotTo(BeEmpty())
+		g.Expect(f.events("RolloutComplete")).To(ContainElement(ContainSubstring("upf/v1")))
+		g.Expect(f.events("RolledBack")).To(ContainElement(ContainSubstring("upf-b")))
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +31,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/generate"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/patch"
+	"github.com/flotilla-dev/flotilla/internal/rollout"
 	"github.com/flotilla-dev/flotilla/internal/setplan"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
 )
@@ -52,7 +52,7 @@ type Reconciler struct {
 	// ObjectKinds are the kinds objects generators may read (--objects-generator-kinds): a set
 	// naming another kind is refused, and each allowed kind is watched at most once.
 	ObjectKinds []schema.GroupKind
-	// Events records rollbacks (nil: none are recorded).
+	// Events records rollout decisions (nil: none are recorded).
 	Events events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -72,15 +72,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=infra.nephio.org,resources=workloadclusters,verbs=get;list;watch
 
-// recordRollback records a Warning event when the rollout has just rolled targets back.
-func (r *Reconciler) recordRollback(set *v1alpha1.PackageSet, before, after *v1alpha1.RolloutStatus) {
-	if r.Events == nil || after == nil || len(after.RolledBack) == 0 {
+// recordRollout records an event for each decision the rollout has just made (started, next
+// step, paused, resumed, halted, rolled back, complete).
+func (r *Reconciler) recordRollout(set *v1alpha1.PackageSet, before, after *v1alpha1.RolloutStatus) {
+	if r.Events == nil {
 		return
 	}
-	if before != nil && before.Revision == after.Revision && len(before.RolledBack) > 0 && before.Undo == after.Undo {
-		return // recorded when it happened
+	for _, e := range rollout.Events(before, after) {
+		r.Events.Eventf(set, nil, e.Type, e.Reason, "Rollout", "%s", e.Message)
 	}
-	r.Events.Eventf(set, nil, corev1.EventTypeWarning, "RolledBack", "Rollback", "%s", after.Message)
 }
 
 // Reconcile makes the set's deployments match its generator.
@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	planner := setplan.Planner{Git: r.Git, Exec: r.Exec}
 	out, err := planner.Plan(ctx, reader{r}, set, owned, r.now())
 	if out.Decided {
-		r.recordRollback(set, set.Status.Rollout, out.Rollout)
+		r.recordRollout(set, set.Status.Rollout, out.Rollout)
 		set.Status.Rollout = out.Rollout
 		set.Status.Revision, set.Status.Promotion = out.Inputs.Upstream.Tag, out.Promotion
 	}

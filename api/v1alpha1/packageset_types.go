@@ -436,6 +436,12 @@ type RolloutStatus struct {
 	Revision string `json:"revision"`
 	// Step is the index of the current step.
 	Step int `json:"step"`
+	// Partition is, with partitionBy, the label value of the current step ("" for the step of
+	// the targets without the label): the rollout stays at that partition when a new value
+	// changes the steps' indexes.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Partition string `json:"partition,omitempty"`
 	// Paused is true after a step with pause: true, until flotilla.dev/resume changes.
 	// +optional
 	Paused bool `json:"paused,omitempty"`

@@ -95,16 +95,26 @@ func notAt(desired string, targets []Target) []string {
 // revision some targets already run) costs nothing. A step's work covers the targets of every
 // step up to it: a cluster that joins a step already done still gets the revision, under the
 // current step's maxUnavailable, and a rolled target that turns unhealthy holds the rollout.
-func rolling(in Input, targets []Target) Decision {
+func rolling(in Input, targets []Target) (d Decision) {
 	steps, timeout := settings(in.Strategy.RollingUpdate)
-	if ru := in.Strategy.RollingUpdate; ru != nil && ru.PartitionBy != "" {
-		steps = partitionSteps(ru.PartitionBy, steps[0], targets)
-	}
 	st := in.Status.DeepCopy()
 	if st == nil || st.Revision != in.Desired {
 		// A new revision starts over from the first step; the resume and undo annotations'
 		// current values are the baselines a later pause or undo waits to change.
 		st = &v1alpha1.RolloutStatus{Revision: in.Desired, Resume: in.Resume, Undo: in.Undo}
+	}
+	if ru := in.Strategy.RollingUpdate; ru != nil && ru.PartitionBy != "" {
+		steps = partitionSteps(ru.PartitionBy, steps[0], targets)
+		// The step is remembered by its label value: a value that appears later (sorting
+		// before it) shifts the indexes, not the rollout.
+		if i := slices.IndexFunc(steps, func(s v1alpha1.RolloutStep) bool { return partitionOf(ru.PartitionBy, s) == st.Partition }); i >= 0 && st.Partition != "" {
+			st.Step = i
+		}
+		defer func() {
+			if d.Status != nil {
+				d.Status.Partition = partitionOf(ru.PartitionBy, steps[min(max(d.Status.Step, 0), len(steps)-1)])
+			}
+		}()
 	}
 	if in.Undo != st.Undo && in.Desired != "" {
 		// Rolled back by hand (flotilla rollout undo): every target the rollout moved returns.

@@ -405,10 +405,26 @@ func TestPartitionByLabel(t *testing.T) {
 	strategy.RollingUpdate.PartitionBy = "region"
 	eu, us := map[string]string{"region": "eu"}, map[string]string{"region": "us"}
 	run(t, strategy, []Target{at("a", "app/v1", us), at("b", "app/v1", eu), at("c", "app/v1", eu), at("d", "app/v1", nil)}, []tick{
-		{move: []string{"b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 3: 0 of 2 targets healthy at app/v2; waiting for b to become healthy"}},
-		{at: time.Minute, healthy: []string{"b"}, move: []string{"c"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: "step 1 of 3: 1 of 2 targets healthy at app/v2; waiting for c to become healthy"}},
-		{at: 2 * time.Minute, healthy: []string{"c"}, move: []string{"a"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Message: "step 2 of 3: 2 of 3 targets healthy at app/v2; waiting for a to become healthy"}},
+		{move: []string{"b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Partition: "eu", Message: "step 1 of 3: 0 of 2 targets healthy at app/v2; waiting for b to become healthy"}},
+		{at: time.Minute, healthy: []string{"b"}, move: []string{"c"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Partition: "eu", Message: "step 1 of 3: 1 of 2 targets healthy at app/v2; waiting for c to become healthy"}},
+		{at: 2 * time.Minute, healthy: []string{"c"}, move: []string{"a"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Partition: "us", Message: "step 2 of 3: 2 of 3 targets healthy at app/v2; waiting for a to become healthy"}},
 		{at: 3 * time.Minute, healthy: []string{"a"}, move: []string{"d"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Message: "step 3 of 3: 3 of 4 targets healthy at app/v2; waiting for d to become healthy"}},
 		{at: 4 * time.Minute, healthy: []string{"d"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Message: DoneMessage}},
+	})
+}
+
+// partitionBy remembers its step by the label value: a region that appears during the rollout
+// and sorts before the current one shifts the indexes, not the rollout, and its targets join the
+// steps already done (moved under the current step's budget).
+func TestPartitionByKeepsItsPlace(t *testing.T) {
+	strategy := rollingUpdate(0, v1alpha1.RolloutStep{MaxUnavailable: unavailable(1)})
+	strategy.RollingUpdate.PartitionBy = "region"
+	as, eu, us := map[string]string{"region": "as"}, map[string]string{"region": "eu"}, map[string]string{"region": "us"}
+	run(t, strategy, []Target{at("a", "app/v1", eu), at("b", "app/v1", us)}, []tick{
+		{move: []string{"a"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Partition: "eu", Message: "step 1 of 3: 0 of 1 targets healthy at app/v2; waiting for a to become healthy"}},
+		{at: time.Minute, healthy: []string{"a"}, move: []string{"b"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Partition: "us", Message: "step 2 of 3: 1 of 2 targets healthy at app/v2; waiting for b to become healthy"}},
+		{at: 2 * time.Minute, join: []Target{at("c", "app/v1", as)}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Partition: "us", Message: "step 3 of 4: 1 of 3 targets healthy at app/v2; waiting for b to become healthy"}},
+		{at: 3 * time.Minute, healthy: []string{"b"}, move: []string{"c"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 2, Partition: "us", Message: "step 3 of 4: 2 of 3 targets healthy at app/v2; waiting for c to become healthy"}},
+		{at: 4 * time.Minute, healthy: []string{"c"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 3, Message: DoneMessage}},
 	})
 }

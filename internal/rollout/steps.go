@@ -54,6 +54,14 @@ func partitionSteps(key string, template v1alpha1.RolloutStep, targets []Target)
 	return append(steps, rest)
 }
 
+// partitionOf is the label value a partitionBy step selects ("" for the step of the rest).
+func partitionOf(key string, s v1alpha1.RolloutStep) string {
+	if s.Selector == nil {
+		return ""
+	}
+	return s.Selector.MatchLabels[key]
+}
+
 // partition gives each step its targets, in name order: the first step whose selector matches a
 // target takes it, a step without selector takes the rest, and targets no step takes belong to
 // the last step (so no target is ever left out of a rollout).

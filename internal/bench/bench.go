@@ -25,7 +25,10 @@ type Options struct {
 	Packages int
 	// Sets is the number of PackageSets; set i deploys package i mod Packages to every cluster.
 	Sets int
-	// Timeout bounds each convergence phase (cold, bump).
+	// RolloutSteps, when not 0, adds two rollout phases: set s-00 rolls out v2→v1 and back in
+	// that many steps (the clusters labelled into as many waves, partitionBy).
+	RolloutSteps int
+	// Timeout bounds each convergence phase (cold, bump, rollouts).
 	Timeout time.Duration
 	// Dir is the work directory (repositories, objects, controller cache and log); a new
 	// temporary directory when empty.
@@ -58,6 +61,10 @@ type Report struct {
 	Create time.Duration
 	// Cold and Bump are the two phases the controller ran.
 	Cold, Bump Phase
+	// RolloutPhase and ForwardPhase are the rollout phases (Options.RolloutSteps), with their
+	// steps in Rollout and Forward.
+	RolloutPhase, ForwardPhase Phase
+	Rollout, Forward           Rollout
 	// PeakRSS is the controller's VmHWM at the end of the run.
 	PeakRSS int64
 	// CacheBytes is the size of the controller's git mirrors (--cache-dir) at the end.
@@ -88,7 +95,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets}}
+	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps}}
 	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir}
 	return b.report, b.run(ctx)
 }
@@ -111,6 +118,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("clusters, packages and sets must be at least 1")
 	case o.Clusters > 99999 || o.Sets > 99:
 		return o, fmt.Errorf("at most 99999 clusters and 99 sets (names are c-NNNNN and s-NN)")
+	case o.RolloutSteps < 0 || o.RolloutSteps > min(o.Clusters, 100):
+		return o, fmt.Errorf("rollout steps must be between 0 and min(clusters, 100)")
 	case len(o.Controller) == 0:
 		return o, fmt.Errorf("no controller command")
 	}

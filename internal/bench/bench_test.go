@@ -26,6 +26,7 @@ func TestBenchTinyFleet(t *testing.T) {
 	report, err := Run(ctx, Options{
 		Clusters:         3,
 		Packages:         2,
+		RolloutSteps:     3,
 		Timeout:          2 * time.Minute,
 		Dir:              t.TempDir(),
 		Controller:       []string{buildFlotilla(t), "bench", "controller"},
@@ -36,17 +37,31 @@ func TestBenchTinyFleet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
 	}
-	for _, p := range []Phase{report.Cold, report.Bump} {
+	commits := 0
+	for _, p := range []Phase{report.Cold, report.Bump, report.RolloutPhase, report.ForwardPhase} {
 		if !p.Done || p.Converged != 3 {
 			t.Errorf("%s: converged %d/3 (done %v), want every cluster", p.Name, p.Converged, p.Done)
 		}
+		commits += p.Git.Commits
 	}
-	if got := report.Bump.Git.Commits; got != 3 {
-		t.Errorf("bump wrote %d deployed-packages commits, want one per cluster (3)", got)
+	for _, p := range []Phase{report.Bump, report.RolloutPhase, report.ForwardPhase} {
+		if got := p.Git.Commits; got != 3 {
+			t.Errorf("%s wrote %d deployed-packages commits, want one per cluster (3)", p.Name, got)
+		}
 	}
-	if f := report.FastImport; f.Identical != 3 || f.Commits != report.Cold.Git.Commits+report.Bump.Git.Commits {
+	for _, ro := range []Rollout{report.Rollout, report.Forward} {
+		if len(ro.Steps) != 3 {
+			t.Fatalf("rollout %s→%s: %d steps, want 3: %+v", ro.From, ro.To, len(ro.Steps), ro.Steps)
+		}
+		for i, s := range ro.Steps {
+			if s.Clusters != 1 || s.Publish <= 0 || (i < 2 && s.Gap <= 0) {
+				t.Errorf("rollout %s→%s step %d: %+v, want one cluster, its publish and the gap to the next step measured", ro.From, ro.To, i+1, s)
+			}
+		}
+	}
+	if f := report.FastImport; f.Identical != 3 || f.Commits != commits {
 		t.Errorf("fast-import wrote %d commits (%d repositories identical), want flotilla's %d commits in 3 identical repositories",
-			f.Commits, f.Identical, report.Cold.Git.Commits+report.Bump.Git.Commits)
+			f.Commits, f.Identical, commits)
 	}
 	if l := report.Local; l.Failed != 0 || l.Identical != 3 {
 		t.Errorf("local mode: %d clusters failed, %d/3 trees identical to the controller's", l.Failed, l.Identical)
@@ -64,7 +79,7 @@ func TestBenchTinyFleet(t *testing.T) {
 		"bytes written to cluster repos", "status writes per WorkloadCluster avg (max)",
 		"status writes per PackageDeployment avg (max)", "status writes per PackageSet avg (max)",
 		"controller CPU s (self + git)", "objects created", "controller peak RSS", "git fast-import",
-		"publish / fast-import", "local mode (flotilla render)",
+		"publish / fast-import", "local mode (flotilla render)", "rollout s-00 v2→v1", "rollout s-00 v1→v2",
 	} {
 		if !strings.Contains(out.String(), "\n"+row) {
 			t.Errorf("table has no row %q:\n%s", row, out.String())

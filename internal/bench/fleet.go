@@ -28,6 +28,8 @@ var fleetLabel = map[string]string{"flotilla.dev/bench": "fleet"}
 // i mod packages to every cluster).
 type fleet struct {
 	clusters, packages, sets int
+	// waves, when not 0, labels the clusters into that many waves for the rollout phases.
+	waves int
 }
 
 func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
@@ -79,7 +81,7 @@ func (f fleet) objects(catalogURL, repoRoot string, revision func(set int) strin
 	for i := range f.clusters {
 		objs = append(objs, &v1alpha1.WorkloadCluster{
 			TypeMeta:   typeMeta("WorkloadCluster"),
-			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: fleetLabel},
+			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: f.labelWaves(i, fleetLabel)},
 			Spec: v1alpha1.WorkloadClusterSpec{
 				Repository: v1alpha1.LocalObjectReference{Name: f.cluster(i)},
 				Approval:   v1alpha1.ApprovalAutomatic,

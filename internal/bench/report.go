@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -12,10 +13,20 @@ func (r *Report) Print(w io.Writer) error {
 	fmt.Fprintf(w, "flotilla bench: %d clusters × %d packages, %d PackageSets → %d PackageDeployments, %d CPUs\n\n",
 		r.Clusters, r.Packages, r.Sets, r.Clusters*r.Sets, r.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name string, cell func(p Phase) string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, cell(r.Cold), cell(r.Bump))
+	phases := []Phase{r.Cold, r.Bump}
+	header := "\tCOLD (all sets v1)\tBUMP (s-00 v1→v2)"
+	if r.RolloutPhase.Name != "" {
+		phases = append(phases, r.RolloutPhase, r.ForwardPhase)
+		header += fmt.Sprintf("\tROLLOUT (s-00 v2→v1, %d steps)\tROLLOUT (s-00 v1→v2)", len(r.Rollout.Steps))
 	}
-	fmt.Fprintf(tw, "\tCOLD (all sets v1)\tBUMP (s-00 v1→v2)\n")
+	row := func(name string, cell func(p Phase) string) {
+		fmt.Fprint(tw, name)
+		for _, p := range phases {
+			fmt.Fprint(tw, "\t"+cell(p))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw, header)
 	row("converged clusters", func(p Phase) string {
 		if p.Name == "" {
 			return "-"
@@ -60,17 +71,71 @@ func (r *Report) Print(w io.Writer) error {
 		r.Repositories, r.Clusters, r.Sets, secs(r.Create), deployments)
 	fmt.Fprintf(tw, "controller peak RSS\t%s\n", mib(r.PeakRSS))
 	fmt.Fprintf(tw, "controller git mirrors on disk\t%s\n", size(r.CacheBytes))
-	fmt.Fprintf(tw, "controller CPU s (total)\t%.1f\n", r.Cold.ControllerCPU.total()+r.Bump.ControllerCPU.total())
+	var cpu float64
+	var wall, inside time.Duration
+	for _, p := range phases {
+		cpu, wall, inside = cpu+p.ControllerCPU.total(), wall+p.Time, inside+p.PublishTime
+	}
+	fmt.Fprintf(tw, "controller CPU s (total)\t%.1f\n", cpu)
 	f := r.FastImport
 	fmt.Fprintf(tw, "git fast-import\t%d commits into %d repositories in %s, %s; commits identical to flotilla's: %d/%d\n",
 		f.Commits, f.Repos, secs(f.Time), size(f.Bytes), f.Identical, f.Repos)
-	wall := r.Cold.Time + r.Bump.Time
 	fmt.Fprintf(tw, "publish / fast-import\t%s end to end (%s / %s); %s inside publish (%s / %s)\n",
-		ratio(wall, f.Time), secs(wall), secs(f.Time), ratio(r.Cold.PublishTime+r.Bump.PublishTime, f.Time), secs(r.Cold.PublishTime+r.Bump.PublishTime), secs(f.Time))
+		ratio(wall, f.Time), secs(wall), secs(f.Time), ratio(inside, f.Time), secs(inside), secs(f.Time))
 	l := r.Local
 	fmt.Fprintf(tw, "local mode (flotilla render)\tcold %s, bump %s; %d commits, %s; failed clusters %d; trees identical to the controller's: %d/%d\n",
 		secs(l.Cold), secs(l.Bump), l.Git.Commits, size(l.Git.Bytes), l.Failed, l.Identical, r.Clusters)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, ro := range []Rollout{r.Rollout, r.Forward} {
+		if len(ro.Steps) > 0 {
+			if err := ro.print(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// print writes a rollout's steps: the time each took to publish, and the controller's gap before
+// the next step, with their median and maximum.
+func (ro Rollout) print(w io.Writer) error {
+	fmt.Fprintf(w, "\nrollout s-00 %s→%s, health simulated (healthy once published): per step, time until every cluster of the step published, and until the next step started\n", ro.From, ro.To)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tWAVE\tCLUSTERS\tPUBLISHED AFTER\tNEXT STEP AFTER")
+	var publish, gap []time.Duration
+	for i, s := range ro.Steps {
+		next := "-"
+		if i+1 < len(ro.Steps) {
+			next, gap = secs3(s.Gap), append(gap, s.Gap)
+		}
+		publish = append(publish, s.Publish)
+		if len(ro.Steps) <= 20 || i < 5 || i >= len(ro.Steps)-5 {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, s.Wave, s.Clusters, secs3(s.Publish), next)
+		}
+	}
+	fmt.Fprintf(tw, "median\t\t\t%s\t%s\n", secs3(median(publish)), secs3(median(gap)))
+	fmt.Fprintf(tw, "max\t\t\t%s\t%s\n", secs3(slices.Max(publish)), secs3(maxOr0(gap)))
 	return tw.Flush()
+}
+
+func secs3(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func maxOr0(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return slices.Max(ds)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

@@ -68,6 +68,11 @@ func (b *run) run(ctx context.Context) error {
 	if r.Bump, err = b.phase(ctx, "bump", phaseBump, b.bump); err != nil {
 		return err
 	}
+	if b.f.waves > 0 {
+		if err := b.rolloutPhases(ctx); err != nil {
+			return err
+		}
+	}
 	if r.PeakRSS, err = b.ctrl.peakRSS(); err != nil {
 		return err
 	}

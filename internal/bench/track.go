@@ -16,9 +16,11 @@ import (
 type phase int
 
 const (
-	phaseSetup phase = iota // the bench creates the objects
-	phaseCold               // the controller converges the fleet from nothing published
-	phaseBump               // one set's blueprint moves v1→v2
+	phaseSetup          phase = iota // the bench creates the objects
+	phaseCold                        // the controller converges the fleet from nothing published
+	phaseBump                        // one set's blueprint moves v1→v2
+	phaseRollout                     // the same set rolls out v2→v1 step by step (--rollout-steps)
+	phaseRolloutForward              // and v1→v2 again
 	numPhases
 )
 
@@ -52,6 +54,8 @@ type tracker struct {
 	converged map[string]bool
 	last      time.Time // last event
 	lastGain  time.Time // last event that made a cluster converge
+	// convergedAt is when each cluster last became converged.
+	convergedAt map[string]time.Time
 }
 
 func newTracker(f fleet) *tracker {
@@ -62,6 +66,8 @@ func newTracker(f fleet) *tracker {
 		pins:      map[string][]v1alpha1.PublishedPin{},
 		converged: map[string]bool{},
 		last:      time.Now(),
+
+		convergedAt: map[string]time.Time{},
 	}
 	for s := range f.sets {
 		t.wanted[f.set(s)] = f.pkg(s) + "/v1"
@@ -118,6 +124,7 @@ func (t *tracker) observe(kind string, typ watch.EventType, obj metav1.Object) {
 		if kind == kindCluster {
 			delete(t.pins, name)
 			delete(t.converged, name)
+			delete(t.convergedAt, name)
 		}
 		return
 	default:
@@ -150,6 +157,7 @@ func (t *tracker) evaluate(cluster string) {
 	}
 	if ok && !t.converged[cluster] {
 		t.lastGain = time.Now()
+		t.convergedAt[cluster] = t.lastGain
 	}
 	t.converged[cluster] = ok
 }
@@ -195,4 +203,21 @@ func (t *tracker) writeStats(kind string, p phase) writeStats {
 		s.WritesPerObject = float64(s.Status+s.Meta+s.Spec) / float64(s.Objects)
 	}
 	return s
+}
+
+// lastConverged is when the last of clusters became converged (zero if one has not).
+func (t *tracker) lastConverged(clusters []string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var last time.Time
+	for _, c := range clusters {
+		at, ok := t.convergedAt[c]
+		if !ok || !t.converged[c] {
+			return time.Time{}
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
 }

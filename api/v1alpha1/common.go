@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
 // LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
 	// Name of the object, in the same namespace as the referrer.
@@ -16,6 +21,8 @@ type SecretKeyReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Key in the Secret's data.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	// +kubebuilder:default=value
 	// +optional
 	Key string `json:"key,omitempty"`
@@ -84,3 +91,49 @@ const (
 	// DeletionPolicyOrphan leaves the workload running.
 	DeletionPolicyOrphan DeletionPolicy = "Orphan"
 )
+
+// LabelSelector selects objects by their labels, as Kubernetes spells it (matchLabels ANDed with
+// matchExpressions; empty selects everything), with bounds that let the API server check every
+// operator and requirement. The keys and values of matchLabels are checked by the controller (the
+// set reports GeneratorFailed naming the selector): the API server cannot bound a map's keys for
+// CEL.
+type LabelSelector struct {
+	// MatchLabels: each key must have this value.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// MatchExpressions: each requirement must hold.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is one requirement of a label selector.
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="matchExpressions: operators In and NotIn need values, Exists and DoesNotExist take none"
+type LabelSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="matchExpressions: key must be a label key such as region or example.com/site"
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values for In and NotIn.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// Selector is s as a labels.Selector.
+func (s *LabelSelector) Selector() (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return metav1.LabelSelectorAsSelector(out)
+}

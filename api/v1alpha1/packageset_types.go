@@ -113,6 +113,8 @@ type ValuesLayer struct {
 	// +optional
 	Facts bool `json:"facts,omitempty"`
 	// ConfigMap names the ConfigMap.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="values.hierarchy[].configMap must be a ConfigMap name (lower-case letters, digits, '-' and '.')"
 	// +optional
 	ConfigMap string `json:"configMap,omitempty"`
 	// ConfigMapExpr is a CEL expression over target, values, upstream and set giving the name.
@@ -128,6 +130,8 @@ type ValuesLayer struct {
 // kind.
 type Injector struct {
 	// APIVersion of the object (default flotilla.dev/v1alpha1).
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$')",message="injectors[].apiVersion must be GROUP/VERSION or VERSION, such as infra.nephio.org/v1alpha1 or v1"
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind of the object, e.g. WorkloadCluster or ConfigMap.
@@ -152,16 +156,21 @@ type VariantPipeline struct {
 // +kubebuilder:validation:XValidation:rule="has(self.image) != has(self.exec)",message="set exactly one of image or exec"
 type KptFunction struct {
 	// Image names the function, e.g. gcr.io/kpt-fn/set-namespace:v0.4.1.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._/:@-][a-zA-Z0-9_]+)*$')",message="mutators[].image must be an image reference such as gcr.io/kpt-fn/set-namespace:v0.4.1"
 	// +optional
 	Image string `json:"image,omitempty"`
 	// Exec runs an executable on the controller: only one its --allow-exec-functions names (by
 	// name on PATH or absolute path); any other is a problem of the target.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^ ]+$')",message="mutators[].exec must be an executable's name or absolute path, without spaces or arguments"
 	// +optional
 	Exec string `json:"exec,omitempty"`
 	// ConfigMap is the function's configuration.
 	// +optional
 	ConfigMap map[string]string `json:"configMap,omitempty"`
 	// Name identifies the function in messages.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Name string `json:"name,omitempty"`
 }
@@ -207,6 +216,7 @@ type RollingUpdate struct {
 	Steps []RolloutStep `json:"steps"`
 	// HealthTimeout is how long a target may take to become healthy after its pin changed before
 	// the rollout halts (Stalled). Default 10m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="rollingUpdate.healthTimeout must be a positive duration such as 10m or 90s"
 	// +optional
 	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
 	// OnFailure is what a target that does not become healthy within healthTimeout does to the
@@ -246,10 +256,12 @@ const (
 type RolloutStep struct {
 	// Selector over the target clusters' labels; empty or absent takes every target left.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 	// MaxUnavailable is how many targets of the step may be moving (pinned to the new revision
 	// but not yet healthy) at once: a number or a percentage of the step's targets. Default 1.
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? int(self) >= 1 : string(self).matches('^(100|[1-9][0-9]?)%$')",message="maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%, such as 1 or 25%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// Pause stops the rollout after this step until the annotation flotilla.dev/resume gets a
@@ -294,7 +306,7 @@ type LeafGenerator struct {
 type ClusterGenerator struct {
 	// Selector over the WorkloadClusters' labels; empty selects every cluster of the namespace.
 	// +optional
-	Selector metav1.LabelSelector `json:"selector,omitempty"`
+	Selector LabelSelector `json:"selector,omitempty"`
 }
 
 // ListElement is one literal target.
@@ -319,7 +331,7 @@ type ObjectGenerator struct {
 	Kind string `json:"kind"`
 	// Selector over the objects' labels; empty selects every object of the namespace.
 	// +optional
-	Selector metav1.LabelSelector `json:"selector,omitempty"`
+	Selector LabelSelector `json:"selector,omitempty"`
 	// ClusterExpr is a CEL expression over `object` (the selected object) giving the name of the
 	// WorkloadCluster it stands for.
 	// +kubebuilder:default="object.metadata.name"
@@ -344,6 +356,7 @@ type DeploymentTemplate struct {
 	NameExpr string `json:"nameExpr,omitempty"`
 	// Namespace deploys namespace-scoped (PackageDeployment.spec.namespace).
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Label().validate(self).hasValue()",message="template.namespace must be a namespace name (a DNS label); namespaceExpr computes one per target"
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// NamespaceExpr gives the namespace per target; it wins over namespace.
@@ -356,10 +369,12 @@ type DeploymentTemplate struct {
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 	// Labels to put on each deployment: label key → CEL expression giving the value.
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="template.labels keys must be label keys such as app or example.com/site (the values are CEL expressions)"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations to put on each deployment: annotation key → CEL expression giving the value.
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",message="template.annotations keys must be annotation keys such as example.com/owner (the values are CEL expressions)"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// DependsOn orders each generated deployment after other deployments on its target's cluster

@@ -162,6 +162,8 @@ type ClusterGitAuth struct {
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 	// GCPServiceAccountEmail is used with auth gcpserviceaccount.
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@ ]+@[^@ ]+$')",message="gcpServiceAccountEmail must be an email address such as sync@project.iam.gserviceaccount.com"
 	// +optional
 	GCPServiceAccountEmail string `json:"gcpServiceAccountEmail,omitempty"`
 }
@@ -174,6 +176,8 @@ type ClusterOCIAuth struct {
 	// +optional
 	Auth string `json:"auth,omitempty"`
 	// GCPServiceAccountEmail is Config Sync's oci.gcpServiceAccountEmail, for auth gcpserviceaccount.
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@ ]+@[^@ ]+$')",message="gcpServiceAccountEmail must be an email address such as sync@project.iam.gserviceaccount.com"
 	// +optional
 	GCPServiceAccountEmail string `json:"gcpServiceAccountEmail,omitempty"`
 	// SecretRef names the Secret (in the sync objects' namespace of the workload cluster) with the
@@ -185,10 +189,14 @@ type ClusterOCIAuth struct {
 // ArgoCDSync configures Applications for engine ArgoCD.
 type ArgoCDSync struct {
 	// Namespace of the Argo CD installation.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Label().validate(self).hasValue()",message="argoCD.namespace must be a namespace name (a DNS label)"
 	// +kubebuilder:default=argocd
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Project of the generated Applications.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="argoCD.project must be an AppProject name"
 	// +kubebuilder:default=default
 	// +optional
 	Project string `json:"project,omitempty"`
@@ -202,9 +210,13 @@ type ArgoCDSync struct {
 // ArgoCDDestination is where Argo CD applies.
 type ArgoCDDestination struct {
 	// Server is the API server URL.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != ''",message="argoCD.destination.server must be an API server URL such as https://kubernetes.default.svc"
 	// +optional
 	Server string `json:"server,omitempty"`
 	// Name is the Argo CD cluster name (instead of server).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^ ]+$')",message="argoCD.destination.name must be an Argo CD cluster name, without spaces"
 	// +optional
 	Name string `json:"name,omitempty"`
 }
@@ -212,10 +224,13 @@ type ArgoCDDestination struct {
 // FluxSync configures GitRepositories and Kustomizations for engine Flux.
 type FluxSync struct {
 	// Namespace of the Flux objects.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Label().validate(self).hasValue()",message="flux.namespace must be a namespace name (a DNS label)"
 	// +kubebuilder:default=flux-system
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Interval of the generated Flux objects.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="flux.interval must be a duration of at least 1s, such as 1m"
 	// +kubebuilder:default="1m"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`

@@ -92,6 +92,16 @@ func generate(dir string) ([]byte, error) {
 	w.printf("Every kind is namespaced and belongs to the category `flotilla` (`kubectl get flotilla`). ")
 	w.printf("Every kind reports the conditions `Ready`, `Reconciling` and `Stalled` (kstatus); see ")
 	w.printf("[troubleshooting](troubleshooting.md) for their reasons.\n\n")
+	w.printf("**What the API server refuses, and what becomes a condition.** Every value the controller ")
+	w.printf("parses is checked at admission (OpenAPI bounds, enums and patterns, and the `Validation:` CEL rules ")
+	w.printf("below, each with a message naming the field): `kubectl apply` and `flotilla render` refuse the same ")
+	w.printf("objects with the same words. What needs other objects or the cluster is checked by the controller and ")
+	w.printf("reported as a condition instead: a Repository, cluster, Secret, ConfigMap or set that a name refers to ")
+	w.printf("(`RepositoryNotFound`, `DependencyNotFound`, ...), dependency and variant cycles (`DependencyCycle`, ")
+	w.printf("`VariantCycle`), CEL expressions of templates and generators (compiled when the set is reconciled: ")
+	w.printf("`GeneratorFailed` names the field), the keys and values of a selector's `matchLabels` (the API server ")
+	w.printf("cannot bound a map's keys for CEL; also `GeneratorFailed`), and whether an exec function is allowed ")
+	w.printf("(`--allow-exec-functions`).\n\n")
 	for _, k := range kinds {
 		w.printf("- [%s](#%s)\n", k, slug(k))
 	}

@@ -95,7 +95,7 @@ func (f fleet) objects(catalogURL, repoRoot string, revision func(set int) strin
 			Spec: v1alpha1.PackageSetSpec{
 				Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: f.pkg(s), Revision: revision(s)},
 				Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{
-					Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: fleetLabel}},
+					Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: fleetLabel}},
 				}},
 				Template: v1alpha1.DeploymentTemplate{NameExpr: "set.name + '-' + target.name"},
 			},

@@ -57,7 +57,7 @@ func (f *fixture) deploymentsOf(set string) []string {
 }
 
 func edge(selector map[string]string) v1alpha1.Generator {
-	return v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: selector}}}}
+	return v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: selector}}}}
 }
 
 // A selector picks 3 of 5 clusters; relabelling adds or removes exactly one deployment; a
@@ -112,7 +112,7 @@ func TestPackageSetMatrix(t *testing.T) {
 	f.repository("edge01")
 	f.clusters(map[string]map[string]string{"a": {"site-type": "edge"}, "b": {"site-type": "edge"}, "c": nil})
 	set := f.packageSet("slices", v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{
-		{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}},
+		{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}},
 		{List: []v1alpha1.ListElement{{Values: map[string]string{"slice": "embb"}}, {Values: map[string]string{"slice": "urllc"}}}},
 	}}, func(s *v1alpha1.PackageSet) {
 		s.Spec.Template = v1alpha1.DeploymentTemplate{

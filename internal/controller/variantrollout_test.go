@@ -43,7 +43,7 @@ func TestVariantRollingUpdate(t *testing.T) {
 		}}
 		s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
 			Steps: []v1alpha1.RolloutStep{
-				{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"wave": "canary"}}, Pause: true},
+				{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"wave": "canary"}}, Pause: true},
 				{MaxUnavailable: &one},
 			},
 			HealthTimeout: &metav1.Duration{Duration: 4 * time.Second},

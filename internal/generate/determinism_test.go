@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -77,7 +76,7 @@ func BenchmarkGenerate10k(b *testing.B) {
 		}
 	}
 	set := packageSet(v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{
-		Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}},
+		Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}},
 	}}}, v1alpha1.DeploymentTemplate{
 		NameExpr: "set.name + '-' + target.name",
 		Labels:   map[string]string{"region": "target.labels.region", "env": "target.context.env"},

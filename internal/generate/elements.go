@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/common/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -82,8 +81,8 @@ func compileObjects(field string, g *v1alpha1.ObjectGenerator) (*leaf, error) {
 	return &leaf{field: field, objects: o}, nil
 }
 
-func selector(field string, s metav1.LabelSelector) (labels.Selector, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&s)
+func selector(field string, s v1alpha1.LabelSelector) (labels.Selector, error) {
+	sel, err := s.Selector()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}

@@ -40,7 +40,7 @@ func fleet() []generate.Cluster {
 }
 
 func selectEdge() *v1alpha1.ClusterGenerator {
-	return &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}
+	return &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}
 }
 
 // nephioCluster is shaped like Nephio's infra.nephio.org/v1alpha1 WorkloadCluster.
@@ -109,7 +109,7 @@ func TestGenerators(t *testing.T) {
 		targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Objects: &v1alpha1.ObjectGenerator{
 			APIVersion:  "infra.nephio.org/v1alpha1",
 			Kind:        "WorkloadCluster",
-			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"nephio.org/site-type": "edge"}},
+			Selector:    v1alpha1.LabelSelector{MatchLabels: map[string]string{"nephio.org/site-type": "edge"}},
 			ClusterExpr: "object.spec.clusterName",
 			ValuesExpr:  "{'cni': object.spec.cnis[0], 'nic': object.spec.masterInterface}",
 		}}},
@@ -133,7 +133,7 @@ func TestGenerators(t *testing.T) {
 		name: "objects: valuesExpr giving a non-string value is a problem of that object",
 		targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Objects: &v1alpha1.ObjectGenerator{
 			APIVersion: "infra.nephio.org/v1alpha1", Kind: "WorkloadCluster",
-			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"nephio.org/site-type": "core"}},
+			Selector:    v1alpha1.LabelSelector{MatchLabels: map[string]string{"nephio.org/site-type": "core"}},
 			ClusterExpr: "object.spec.clusterName",
 			ValuesExpr:  "{'cnis': object.spec.cnis}",
 		}}},

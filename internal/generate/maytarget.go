@@ -3,7 +3,6 @@ package generate
 import (
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -16,7 +15,7 @@ func MayTarget(set *v1alpha1.PackageSet, cluster string, clusterLabels map[strin
 	for _, leaf := range append([]v1alpha1.LeafGenerator{set.Spec.Targets.LeafGenerator}, set.Spec.Targets.Matrix...) {
 		switch {
 		case leaf.Clusters != nil:
-			sel, err := metav1.LabelSelectorAsSelector(&leaf.Clusters.Selector)
+			sel, err := leaf.Clusters.Selector.Selector()
 			if err != nil || sel.Matches(labels.Set(clusterLabels)) {
 				return true
 			}

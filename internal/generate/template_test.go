@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/generate"
@@ -179,8 +178,8 @@ func TestSetErrors(t *testing.T) {
 			{Objects: objects(v1alpha1.ObjectGenerator{ValuesExpr: "object.metadata.name + 'x'"}).Objects},
 		}}, v1alpha1.DeploymentTemplate{},
 			`targets.matrix[1].objects.valuesExpr "object.metadata.name + 'x'": gives string, want map(string, string)`},
-		{"invalid selector", v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "site-type", Operator: "Near"}},
+		{"invalid selector", v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{
+			MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "site-type", Operator: "Near"}},
 		}}}}, v1alpha1.DeploymentTemplate{},
 			`targets.clusters.selector: "Near" is not a valid label selector operator`},
 		{"no generator", v1alpha1.Generator{}, v1alpha1.DeploymentTemplate{},

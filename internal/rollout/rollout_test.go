@@ -110,7 +110,7 @@ func rollingUpdate(timeout time.Duration, steps ...v1alpha1.RolloutStep) v1alpha
 }
 
 func canaryStep() v1alpha1.RolloutStep {
-	return v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchLabels: canary}, Pause: true}
+	return v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchLabels: canary}, Pause: true}
 }
 
 func unavailable(n int) *intstr.IntOrString { v := intstr.FromInt32(int32(n)); return &v }
@@ -150,8 +150,8 @@ func TestCanaryPauseThenRest(t *testing.T) {
 
 func TestRolledTargetTurningUnhealthyHoldsThenHalts(t *testing.T) {
 	targets := []Target{at("c1", "app/v1", canary), at("e1", "app/v1", nil), at("e2", "app/v1", nil)}
-	step2 := v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{}}}
-	run(t, rollingUpdate(0, v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchLabels: canary}}, step2), targets, []tick{
+	step2 := v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{}}}
+	run(t, rollingUpdate(0, v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchLabels: canary}}, step2), targets, []tick{
 		{move: []string{"c1"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: waiting(1, 0, 1, "app/v2", "c1")}},
 		{at: time.Minute, healthy: []string{"c1"}, move: []string{"e1"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Message: waiting(2, 1, 3, "app/v2", "e1")}},
 		{at: 2 * time.Minute, healthy: []string{"e1"}, sick: []string{"c1"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Step: 1, Message: waiting(2, 1, 3, "app/v2", "c1")}},
@@ -280,8 +280,8 @@ func TestFirstDeploymentIsRolledToo(t *testing.T) {
 
 func TestTargetsNoStepTakesBelongToTheLastStep(t *testing.T) {
 	steps := rollingUpdate(0,
-		v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchLabels: canary}},
-		v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"wave": "two"}}, MaxUnavailable: percent("100%")})
+		v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchLabels: canary}},
+		v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"wave": "two"}}, MaxUnavailable: percent("100%")})
 	targets := []Target{at("c1", "app/v1", canary), at("x", "app/v1", nil), at("w2", "app/v1", map[string]string{"wave": "two"})}
 	run(t, steps, targets, []tick{
 		{move: []string{"c1"}, status: &v1alpha1.RolloutStatus{Revision: "app/v2", Message: waiting(1, 0, 1, "app/v2", "c1")}},
@@ -291,7 +291,7 @@ func TestTargetsNoStepTakesBelongToTheLastStep(t *testing.T) {
 }
 
 func TestInvalidSelectorMovesNothing(t *testing.T) {
-	bad := v1alpha1.RolloutStep{Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "wave", Operator: "Near"}}}}
+	bad := v1alpha1.RolloutStep{Selector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "wave", Operator: "Near"}}}}
 	got := Next(Input{Strategy: rollingUpdate(0, bad, v1alpha1.RolloutStep{}), Desired: "app/v2", Targets: []Target{at("a", "app/v1", nil)}, Now: t0})
 	want := Decision{Status: &v1alpha1.RolloutStatus{Revision: "app/v2",
 		Message: `cannot roll out: the selector of step 1 is invalid ("Near" is not a valid label selector operator); fix spec.strategy.rollingUpdate.steps[0].selector`}}

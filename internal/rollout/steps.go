@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -45,7 +44,7 @@ func partitionSteps(key string, template v1alpha1.RolloutStep, targets []Target)
 	steps := make([]v1alpha1.RolloutStep, 0, len(values)+1)
 	for _, v := range values {
 		s := *template.DeepCopy()
-		s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: v}}
+		s.Selector = &v1alpha1.LabelSelector{MatchLabels: map[string]string{key: v}}
 		steps = append(steps, s)
 	}
 	// The rest: a step without selector (also the only step when no target has the label).
@@ -72,7 +71,7 @@ func partition(steps []v1alpha1.RolloutStep, targets []Target) ([][]Target, erro
 		if s.Selector == nil {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(s.Selector)
+		sel, err := s.Selector.Selector()
 		if err != nil {
 			return nil, fmt.Errorf("the selector of step %d is invalid (%w); fix spec.strategy.rollingUpdate.steps[%d].selector", i+1, err, i)
 		}

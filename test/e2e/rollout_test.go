@@ -70,11 +70,11 @@ func TestRollingUpdateFollowsFluxHealth(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 		Spec: v1alpha1.PackageSetSpec{
 			Package:  v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "app", Revision: "v1"},
-			Targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}}},
+			Targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}}},
 			Template: v1alpha1.DeploymentTemplate{NameExpr: "'app-' + target.name", NamespaceExpr: "'app-' + target.name"},
 			Strategy: v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
 				Steps: []v1alpha1.RolloutStep{
-					{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"wave": "canary"}}, MaxUnavailable: &one, Pause: true},
+					{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"wave": "canary"}}, MaxUnavailable: &one, Pause: true},
 					{MaxUnavailable: &one},
 				},
 				HealthTimeout: &metav1.Duration{Duration: 45 * time.Second},
@@ -179,7 +179,7 @@ func TestRollbackReturnsToTheLastHealthyRevision(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 		Spec: v1alpha1.PackageSetSpec{
 			Package:  v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "app", Revision: "v1"},
-			Targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}}},
+			Targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}}},
 			Template: v1alpha1.DeploymentTemplate{NameExpr: "'app-' + target.name", NamespaceExpr: "'app-' + target.name"},
 			Strategy: v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
 				Steps:         []v1alpha1.RolloutStep{{MaxUnavailable: &one}},

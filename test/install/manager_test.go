@@ -172,7 +172,7 @@ func newFleet(t *testing.T, ns string, git *gittest.Server) string {
 			Spec: v1alpha1.PackageSetSpec{
 				Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: "nginx-hello", Revision: "v1"},
 				Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{
-					Selector: metav1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}},
+					Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}},
 				}}},
 			},
 		},

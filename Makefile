@@ -3,12 +3,22 @@ SHELL := bash
 GO ?= go
 BIN := $(CURDIR)/bin
 
+# What `flotilla version` prints, the controller logs and the image is tagged with
+# (internal/buildinfo): the release tag (git describe; the short commit when there is none,
+# -dirty with uncommitted changes), the commit and the commit's date, so builds of one commit are
+# the same.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+BUILDINFO := github.com/flotilla-dev/flotilla/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
+
 .PHONY: all build demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
 
 all: build
 
-build: ## Build bin/flotilla.
-	$(GO) build -o $(BIN)/flotilla ./cmd/flotilla
+build: ## Build bin/flotilla, stamped with VERSION, COMMIT and DATE.
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
 
 demo: build ## Run flotilla on an embedded sandbox fleet (no cluster needed).
 	$(BIN)/flotilla demo

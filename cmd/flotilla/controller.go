@@ -19,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-dev/flotilla/internal/buildinfo"
 	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
@@ -101,6 +103,10 @@ func runController(ctx context.Context, o controllerOptions) error {
 	if err != nil {
 		return err
 	}
+	build := buildinfo.Get()
+	ctrl.Log.Info("starting flotilla", "version", build.Version, "commit", build.Commit, "date", build.Date,
+		"goVersion", build.GoVersion, "platform", build.Platform, "apiServer", api.REST.Host, "kubeconfig", api.Source)
+	metrics.SetBuildInfo(build)
 	cfg := api.REST
 	// controller-runtime's client-side rate limit (ctrl.GetConfig's); client-go's default (5/s)
 	// starves a fleet-sized controller.

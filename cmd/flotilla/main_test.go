@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-dev/flotilla/internal/buildinfo"
 )
 
 // flotilla runs the command line args as main does, returning stdout, stderr and the exit status.
@@ -156,11 +162,51 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"approve"}, "error: accepts 1 arg(s), received 0 (see flotilla approve --help)\n"},
 		{[]string{"publish", "dir"}, `error: required flag(s) "oci" not set (see flotilla publish --help)` + "\n"},
 		{[]string{"status", "-o", "wide"}, `error: -o "wide": write table, yaml or json` + "\n"},
+		{[]string{"version", "extra"}, `error: unknown command "extra" for "flotilla version" (see flotilla version --help)` + "\n"},
 		{[]string{"controller", "--watch-label-selector", "a b c"}, "error: --watch-label-selector: "},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, stderr, code := flotilla(t, tc.args...)
 			assertOneLine(t, stderr, code, tc.want)
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, stderr, code := flotilla(t, "version")
+	info := buildinfo.Get()
+	want := fmt.Sprintf("flotilla %s\ncommit    %s\ndate      %s\ngo        %s %s\n", info.Version, info.Commit, info.Date, info.GoVersion, info.Platform)
+	if code != exitOK || stderr != "" || out != want {
+		t.Errorf("flotilla version: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, out, want)
+	}
+}
+
+// TestVersionStamped builds flotilla with the Makefile's -ldflags and checks what version prints.
+func TestVersionStamped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flotilla")
+	}
+	want := buildinfo.Info{Version: "v1.2.3-4-gabcdef0-dirty", Commit: "abcdef0123456789abcdef0123456789abcdef01", Date: "2026-01-02T03:04:05Z"}
+	bin := filepath.Join(t.TempDir(), "flotilla")
+	const pkg = "github.com/flotilla-dev/flotilla/internal/buildinfo"
+	ldflags := fmt.Sprintf("-X %s.version=%s -X %s.commit=%s -X %s.date=%s", pkg, want.Version, pkg, want.Commit, pkg, want.Date)
+	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got buildinfo.Info
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want.GoVersion, want.Platform = got.GoVersion, got.Platform
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("version -o json (-want +got):\n%s", diff)
+	}
+	text, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.HasPrefix(string(text), "flotilla "+want.Version+"\ncommit    "+want.Commit+"\n") {
+		t.Errorf("version = %q, %v", text, err)
 	}
 }

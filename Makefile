@@ -13,12 +13,22 @@ DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%
 BUILDINFO := github.com/flotilla-dev/flotilla/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
-.PHONY: all build demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
+.PHONY: all build image demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
 
 all: build
 
 build: ## Build bin/flotilla, stamped with VERSION, COMMIT and DATE.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
+
+# The image's platform (its binary's GOOS/GOARCH) and the CA certificates it carries.
+IMAGE_PLATFORM ?= linux/$(shell $(GO) env GOARCH)
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+
+image: ## Build the controller image, no Docker needed: bin/image, an OCI layout tagged VERSION (docs/install.md).
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
+		$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image-root/flotilla ./cmd/flotilla
+	$(GO) run ./hack/image -binary $(BIN)/image-root/flotilla -ca-certs $(CA_CERTS) -platform $(IMAGE_PLATFORM) \
+		-version $(VERSION) -revision $(COMMIT) -created $(DATE) -o $(BIN)/image
 
 demo: build ## Run flotilla on an embedded sandbox fleet (no cluster needed).
 	$(BIN)/flotilla demo

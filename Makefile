@@ -13,12 +13,15 @@ DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%
 BUILDINFO := github.com/flotilla-dev/flotilla/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
-.PHONY: all build image demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
+.PHONY: all build image version demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
 
 all: build
 
 build: ## Build bin/flotilla, stamped with VERSION, COMMIT and DATE.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
+
+version: ## Print VERSION, the version build and image stamp (and the image's tag).
+	@echo $(VERSION)
 
 # The image's platform (its binary's GOOS/GOARCH) and the CA certificates it carries.
 IMAGE_PLATFORM ?= linux/$(shell $(GO) env GOARCH)

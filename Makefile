@@ -3,12 +3,35 @@ SHELL := bash
 GO ?= go
 BIN := $(CURDIR)/bin
 
-.PHONY: all build demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
+# What `flotilla version` prints, the controller logs and the image is tagged with
+# (internal/buildinfo): the release tag (git describe; the short commit when there is none,
+# -dirty with uncommitted changes), the commit and the commit's date, so builds of one commit are
+# the same.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+BUILDINFO := github.com/flotilla-dev/flotilla/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
+
+.PHONY: all build image version demo test generate manifests helm generate-docs verify lint vet fmt envtest flux
 
 all: build
 
-build: ## Build bin/flotilla.
-	$(GO) build -o $(BIN)/flotilla ./cmd/flotilla
+build: ## Build bin/flotilla, stamped with VERSION, COMMIT and DATE.
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
+
+version: ## Print VERSION, the version build and image stamp (and the image's tag).
+	@echo $(VERSION)
+
+# The image's platform (its binary's GOOS/GOARCH) and the CA certificates it carries.
+IMAGE_PLATFORM ?= linux/$(shell $(GO) env GOARCH)
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+
+image: ## Build the controller image, no Docker needed: bin/image, an OCI layout tagged VERSION (docs/install.md).
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
+		$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image-root/flotilla ./cmd/flotilla
+	$(GO) run ./hack/image -binary $(BIN)/image-root/flotilla -ca-certs $(CA_CERTS) -platform $(IMAGE_PLATFORM) \
+		-version $(VERSION) -revision $(COMMIT) -created $(DATE) -o $(BIN)/image
 
 demo: build ## Run flotilla on an embedded sandbox fleet (no cluster needed).
 	$(BIN)/flotilla demo

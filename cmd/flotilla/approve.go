@@ -4,11 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/approval"
-	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
 func approveCmd() *cobra.Command {
@@ -22,7 +20,7 @@ changes before the controller publishes it, the cluster reports the approval out
 (ApprovalOutdated) and nothing is published until the new proposal is approved.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := kubeClient(kubeconfig, namespace)
+			c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
 			if err != nil {
 				return err
 			}
@@ -37,21 +35,4 @@ changes before the controller publishes it, the cluster reports the approval out
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the cluster (default: the kubeconfig's)")
 	return cmd
-}
-
-func kubeClient(kubeconfig, namespace string) (client.Client, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", err
-	}
-	if namespace == "" {
-		if namespace, _, err = cc.Namespace(); err != nil {
-			return nil, "", err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	return c, namespace, err
 }

@@ -47,7 +47,7 @@ of --target-kubeconfig (default: the current kubeconfig).`,
 				_, err := cmd.OutOrStdout().Write(objs)
 				return err
 			}
-			target, _, err := kubeClient(targetKubeconfig, "")
+			target, _, err := kubeClient(cmd.Context(), "--target-kubeconfig", targetKubeconfig, "")
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func loadCluster(cmd *cobra.Command, dir, kubeconfig, namespace, name string) (*
 		}
 		return c, f.Repositories[namespace+"/"+c.Spec.Repository.Name], nil
 	}
-	c, ns, err := kubeClient(kubeconfig, namespace)
+	c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
 	if err != nil {
 		return nil, nil, err
 	}

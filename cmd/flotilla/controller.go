@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -20,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-dev/flotilla/internal/buildinfo"
 	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
@@ -53,12 +54,12 @@ func controllerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the flotilla controller manager",
-		RunE: func(*cobra.Command, []string) error {
-			return runController(o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the pod's service account, as kubectl)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	f.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader, so only one replica reconciles at a time")
@@ -80,41 +81,37 @@ func controllerCmd() *cobra.Command {
 	return cmd
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return ctrl.GetConfig()
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	// The same client-side rate limit ctrl.GetConfig gives; client-go's default (5/s) starves a
-	// fleet-sized controller.
-	cfg.QPS, cfg.Burst = 20, 30
-	return cfg, nil
-}
-
-func runController(o controllerOptions) error {
+func runController(ctx context.Context, o controllerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	// Flags first: a typo must not wait for an API server.
 	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
-		return fmt.Errorf("--allow-exec-functions: %w", err)
+		return cannotRun(fmt.Errorf("--allow-exec-functions: %w", err))
 	}
 	objectKinds, err := packageset.ParseKinds(o.objectKinds)
 	if err != nil {
-		return fmt.Errorf("--objects-generator-kinds: %w", err)
+		return cannotRun(fmt.Errorf("--objects-generator-kinds: %w", err))
 	}
 	namespaces, err := namespaced.Parse(o.watchNamespaces)
 	if err != nil {
-		return fmt.Errorf("--watch-namespaces: %w", err)
-	}
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
+		return cannotRun(fmt.Errorf("--watch-namespaces: %w", err))
 	}
 	sel, err := labels.Parse(o.watchSelector)
 	if err != nil {
-		return fmt.Errorf("--watch-label-selector: %w", err)
+		return cannotRun(fmt.Errorf("--watch-label-selector: %w", err))
+	}
+	api, err := apiServer(ctx, "--kubeconfig", o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	build := buildinfo.Get()
+	ctrl.Log.Info("starting flotilla", "version", build.Version, "commit", build.Commit, "date", build.Date,
+		"goVersion", build.GoVersion, "platform", build.Platform, "apiServer", api.REST.Host, "kubeconfig", api.Source)
+	metrics.SetBuildInfo(build)
+	cfg := api.REST
+	// controller-runtime's client-side rate limit (ctrl.GetConfig's); client-go's default (5/s)
+	// starves a fleet-sized controller.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 20, 30
 	}
 	leaderID := "flotilla.flotilla.dev"
 	if o.watchSelector != "" || len(namespaces) > 0 {
@@ -148,7 +145,7 @@ func runController(o controllerOptions) error {
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
-	ctx := ctrl.SetupSignalHandler()
+	ctx = ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
 	}

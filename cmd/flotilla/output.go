@@ -20,7 +20,7 @@ func checkOutput(format string) error {
 	case "", "table", "yaml", "json":
 		return nil
 	}
-	return fmt.Errorf("-o %q: write table, yaml or json", format)
+	return cannotRun(fmt.Errorf("-o %q: write table, yaml or json", format))
 }
 
 // writeStructured writes v as yaml or json.

@@ -13,15 +13,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
-// exitError ends the command with its code (as kubectl diff: 1 is a finding, 2 an error).
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // offlineRun loads dir and runs every cluster through git: the one flow behind render, render
 // --dry-run and diff. A load error is returned as is: nothing ran.
 func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]offline.Result, *offline.Preview, error) {
@@ -35,7 +26,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]
 	}
 	if flags.live {
 		// The management cluster's fleet, with the files' objects in place of its own.
-		c, ns, err := kubeClient(flags.kubeconfig, flags.namespace)
+		c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", flags.kubeconfig, flags.namespace)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,11 +140,11 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 (invalid input, a cluster that cannot be rendered, an unreachable repository).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
-				return &exitError{code: 2, err: err}
+				return cannotRun(err)
 			}
 			results, preview, err := offlineRun(cmd, dir, true, flags)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return cannotRun(err)
 			}
 			changes := preview.Changes()
 			if output == "yaml" || output == "json" {
@@ -162,17 +153,17 @@ Exit status, as kubectl diff: 0 when nothing would change, 1 when something woul
 					err = writeStructured(cmd.OutOrStdout(), output, diffs)
 				}
 				if err != nil {
-					return &exitError{code: 2, err: err}
+					return cannotRun(err)
 				}
 			} else if err := offline.WriteDiff(cmd.OutOrStdout(), changes); err != nil {
-				return &exitError{code: 2, err: err}
+				return cannotRun(err)
 			}
 			if n := offline.Failed(results); n > 0 {
 				_ = offline.PrintDryRunTable(cmd.ErrOrStderr(), results)
-				return &exitError{code: 2, err: fmt.Errorf("%d of %d clusters cannot be rendered (see the table)", n, len(results))}
+				return cannotRun(fmt.Errorf("%d of %d clusters cannot be rendered (see the table)", n, len(results)))
 			}
 			if len(changes) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d packages would change", len(changes))}
+				return &exitError{code: exitFinding, err: fmt.Errorf("%d packages would change", len(changes))}
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "no changes")
 			return nil

@@ -2,26 +2,35 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
-
 func versionCmd() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print flotilla's version",
-		Run: func(cmd *cobra.Command, _ []string) {
-			v := version
-			if v == "" {
-				if bi, ok := debug.ReadBuildInfo(); ok {
-					v = bi.Main.Version
-				}
+		Short: "Print flotilla's version, commit, commit date and Go version",
+		Long: `version prints the release version, the commit and its date that ` + "`make build`" + ` stamps from
+git; a binary built with go install reports its module's version (and, built from a checkout,
+its vcs.revision and vcs.time). The controller logs the same at start and serves it as the
+flotilla_build_info metric.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "flotilla", v)
+			info := buildinfo.Get()
+			if output == "yaml" || output == "json" {
+				return writeStructured(cmd.OutOrStdout(), output, info)
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "flotilla %s\ncommit    %s\ndate      %s\ngo        %s %s\n",
+				info.Version, info.Commit, info.Date, info.GoVersion, info.Platform)
+			return err
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "text (default), or yaml or json")
+	return cmd
 }

@@ -57,7 +57,8 @@ func run(root, version string) error {
 			return err
 		}
 	}
-	files := map[string]string{"Chart.yaml": chartYAML(version)}
+	files := map[string]string{}
+	appVersion := ""
 	for _, r := range m.Resources() {
 		kind, name := r.GetKind(), r.GetName()
 		switch kind {
@@ -76,11 +77,11 @@ func run(root, version string) error {
 			return err
 		}
 		if kind == "Deployment" && name == deployment {
-			values, err := extractValues(obj)
+			values, tag, err := extractValues(obj)
 			if err != nil {
 				return err
 			}
-			files["values.yaml"] = values
+			files["values.yaml"], appVersion = values, tag
 		}
 		t, err := template(r, obj)
 		if err != nil {
@@ -102,6 +103,7 @@ func run(root, version string) error {
 	if _, ok := files["values.yaml"]; !ok {
 		return fmt.Errorf("config/default has no Deployment %s", deployment)
 	}
+	files["Chart.yaml"] = chartYAML(version, appVersion)
 	for p, content := range files {
 		if err := os.WriteFile(filepath.Join(out, p), []byte(content), 0o644); err != nil {
 			return err
@@ -110,13 +112,14 @@ func run(root, version string) error {
 	return nil
 }
 
-func chartYAML(version string) string {
+// chartYAML is the chart's Chart.yaml; its appVersion is the tag of the Deployment's image.
+func chartYAML(version, appVersion string) string {
 	return header + `apiVersion: v2
 name: flotilla
 description: Deploys kpt packages to fleets of Kubernetes clusters through GitOps, one pinned package revision at a time.
 type: application
 version: ` + version + `
-appVersion: "latest"
+appVersion: "` + appVersion + `"
 `
 }
 
@@ -145,17 +148,17 @@ var blocks = map[string]string{
 var placeholderLine = regexp.MustCompile(`(?m)^( *(?:- )?)([A-Za-z]+): (__VALUES_[A-Z_]+__)$`)
 
 // extractValues reads the Deployment's defaults into values.yaml and puts placeholders where
-// they were.
-func extractValues(obj map[string]any) (string, error) {
+// they were; it returns the image's tag too.
+func extractValues(obj map[string]any) (string, string, error) {
 	spec, _ := obj["spec"].(map[string]any)
 	c, err := container(spec)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	image, _ := c["image"].(string)
 	i := strings.LastIndex(image, ":")
 	if i < 0 || strings.Contains(image[i+1:], "/") {
-		return "", fmt.Errorf("image %q of %s has no tag", image, deployment)
+		return "", "", fmt.Errorf("image %q of %s has no tag", image, deployment)
 	}
 	repo, tag := image[:i], image[i+1:]
 	values := map[string]any{
@@ -167,13 +170,13 @@ func extractValues(obj map[string]any) (string, error) {
 	spec["replicas"], c["image"], c["imagePullPolicy"], c["args"], c["resources"] = phReplicas, phImage, phPull, phArgs, phResources
 	y, err := yaml.Marshal(values)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	return header + "# The controller Deployment's image, replicas, args (the whole list) and resources.\n" + string(y) +
 		"# Namespaces to watch (config/namespaced): the controller gets --watch-namespaces, and a Role and\n" +
 		"# RoleBinding in each of these namespaces (which must exist) replace its ClusterRole and\n" +
 		"# ClusterRoleBinding. Empty: every namespace, through the ClusterRole.\n" +
-		"watchNamespaces: []\n", nil
+		"watchNamespaces: []\n", tag, nil
 }
 
 func container(spec map[string]any) (map[string]any, error) {

@@ -6,6 +6,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/flotilla-dev/flotilla/internal/buildinfo"
 )
 
 var (
@@ -36,8 +38,20 @@ var (
 		Name: "flotilla_packageset_targets",
 		Help: "Targets of a PackageSet by state: total, updated, ready, failed.",
 	}, []string{"namespace", "packageset", "state"})
+
+	// BuildInfo is 1, labelled with the running controller's version (SetBuildInfo).
+	BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_build_info",
+		Help: "Always 1, labelled with the version, commit, commit date and Go version of the running controller.",
+	}, []string{"version", "commit", "date", "goversion"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(Publishes, PublishSeconds, GitErrors, Targets)
+	crmetrics.Registry.MustRegister(Publishes, PublishSeconds, GitErrors, Targets, BuildInfo)
+}
+
+// SetBuildInfo labels flotilla_build_info with info, the one series it has.
+func SetBuildInfo(info buildinfo.Info) {
+	BuildInfo.Reset()
+	BuildInfo.WithLabelValues(info.Version, info.Commit, info.Date, info.GoVersion).Set(1)
 }

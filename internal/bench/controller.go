@@ -30,16 +30,15 @@ type controllerProc struct {
 }
 
 // startController runs argv (e.g. `flotilla controller`) against the API server of kubeconfig,
-// with its git mirrors under cacheDir. The kubeconfig is passed as $KUBECONFIG, not
-// --kubeconfig: with the flag the controller builds its client with client-go's default
-// client-side rate limit (5 requests/s, burst 10), while in a cluster, and with $KUBECONFIG, it
-// gets controller-runtime's default (no client-side limit, API priority and fairness instead).
+// with its git mirrors under cacheDir, started as the docs tell users to: --kubeconfig, and the
+// controller's defaults for everything else (the client-side rate limit included).
 func startController(argv []string, kubeconfig, cacheDir, logPath, cpuProfile, memProfile string) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	args := append(append([]string{}, argv[1:]...),
+		"--kubeconfig", kubeconfig,
 		"--cache-dir", cacheDir,
 		// The bench's repositories are file:// URLs.
 		"--allow-local-repositories",
@@ -56,7 +55,6 @@ func startController(argv []string, kubeconfig, cacheDir, logPath, cpuProfile, m
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +46,7 @@ func Remote(ctx context.Context, reader client.Reader, repo *v1alpha1.Repository
 func Base(repo *v1alpha1.Repository) (pkgrepo.Remote, *v1alpha1.LocalObjectReference, error) {
 	switch {
 	case repo.Spec.Git != nil:
-		return pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo)}, repo.Spec.Git.SecretRef, nil
+		return pkgrepo.Remote{URL: repo.Spec.Git.URL, Branch: Branch(repo), Scope: Scope(repo), MaxAge: readMaxAge(repo)}, repo.Spec.Git.SecretRef, nil
 	case repo.Spec.OCI != nil:
 		return pkgrepo.Remote{URL: strings.TrimPrefix(repo.Spec.OCI.URL, "oci://"), Scope: Scope(repo), OCI: true, Insecure: repo.Spec.OCI.Insecure},
 			repo.Spec.OCI.SecretRef, nil
@@ -178,4 +179,14 @@ func Reason(err error) (reason string, stalled bool) {
 	default:
 		return "GitError", false
 	}
+}
+
+// readMaxAge is how old a Repository's mirror may be before a read fetches (0 when spec.interval
+// is unset): a quarter longer than spec.interval, so the Repository's own refresh, every
+// interval, is the one fetch an idle repository gets.
+func readMaxAge(repo *v1alpha1.Repository) time.Duration {
+	if repo.Spec.Interval == nil {
+		return 0
+	}
+	return repo.Spec.Interval.Duration * 5 / 4
 }

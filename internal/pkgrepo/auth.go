@@ -2,6 +2,7 @@ package pkgrepo
 
 import (
 	"github.com/flotilla-dev/flotilla/internal/giturl"
+	"time"
 
 	"crypto/hmac"
 	"crypto/sha256"
@@ -79,6 +80,10 @@ type Remote struct {
 	OCI bool
 	// Insecure lets an OCI registry be reached over plain HTTP.
 	Insecure bool
+	// MaxAge is how old the mirror may be before a read (Resolve, Latest, ReadPackage, ...)
+	// fetches: the Repository's spec.interval, so an idle fleet asks the git server once per
+	// interval. 0: the Store's RefreshInterval. A Store with RefreshInterval set uses that.
+	MaxAge time.Duration
 }
 
 // String prints the URL without userinfo and the redacted Auth.
@@ -127,6 +132,7 @@ type endpoint struct {
 	// credential identifies the credentials (HMAC with the Store's key) so the Store can tell
 	// whether a mirror was last fetched with them.
 	credential string
+	maxAge     time.Duration // Remote.MaxAge
 }
 
 // newEndpoint prepares r. It refuses local repositories unless allowLocal.
@@ -146,6 +152,7 @@ func newEndpoint(r Remote, key []byte, allowLocal bool) (endpoint, error) {
 	ep.secrets = append(ep.secrets, a.Password, a.BearerToken, a.Identity, a.Passphrase)
 	ep.credential = mac(key, strings.Join([]string{a.Username, a.Password, a.BearerToken, a.Identity, a.Passphrase, a.KnownHosts, a.CABundle}, "\x00"))
 	ep.mirrorKey = r.Scope + "\x00" + ep.url
+	ep.maxAge = r.MaxAge
 	return ep, nil
 }
 

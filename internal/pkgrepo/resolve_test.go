@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -293,5 +294,30 @@ func writeRef(t *testing.T, mirror, name, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A remote's MaxAge (the Repository's spec.interval) bounds how often reads fetch: within it,
+// "latest" is answered from the mirror without asking the git server (here: gone), and a tag
+// pushed meanwhile shows after the next Refresh, which always fetches.
+func TestReadsFetchOncePerMaxAge(t *testing.T) {
+	c := newCatalog(t)
+	store := pkgrepo.NewStore(t.TempDir())
+	store.AllowLocal = true
+	remote := pkgrepo.Remote{URL: "file://" + c.dir, MaxAge: time.Hour}
+	ctx := context.Background()
+	first, err := store.Resolve(ctx, remote, "edge/smf", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(c.dir, c.dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := store.Resolve(ctx, remote, "edge/smf", "latest")
+	if err != nil || again != first {
+		t.Errorf("Resolve latest within MaxAge = %+v, %v; want %+v from the mirror, without a fetch", again, err, first)
+	}
+	if _, err := store.Refresh(ctx, remote); err == nil {
+		t.Errorf("Refresh with the remote gone succeeded: it must always fetch")
 	}
 }

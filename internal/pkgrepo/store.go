@@ -202,10 +202,15 @@ func intact(repo *git.Repository) error {
 }
 
 // ensureFresh fetches unless the mirror was fetched less than maxAge ago
-// with the same credentials. Re-fetching for other credentials means a
-// caller with wrong credentials never reads what another caller fetched.
+// with the same credentials (the Store's RefreshInterval when set, else the
+// remote's MaxAge, else DefaultRefreshInterval). Re-fetching for other
+// credentials means a caller with wrong credentials never reads what another
+// caller fetched.
 func (s *Store) ensureFresh(ctx context.Context, m *mirror, ep endpoint) error {
 	maxAge := s.RefreshInterval
+	if maxAge <= 0 {
+		maxAge = ep.maxAge
+	}
 	if maxAge <= 0 {
 		maxAge = DefaultRefreshInterval
 	}

@@ -1,9 +1,6 @@
 package pkgrepo
 
 import (
-	"github.com/flotilla-dev/flotilla/internal/giturl"
-	"time"
-
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -12,9 +9,12 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/flotilla-dev/flotilla/internal/giturl"
 )
 
 // Auth holds the credentials for a remote: for http(s), Username+Password (basic auth, also the

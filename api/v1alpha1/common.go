@@ -67,6 +67,10 @@ const (
 	// target the rollout moved returns to its last healthy revision, and the rollout halts
 	// (flotilla rollout undo SET).
 	AnnotationUndo = "flotilla.dev/undo"
+
+	// AnnotationRefreshRequested on a Repository, set by the webhook receiver to the time a
+	// verified push event arrived, makes the controller fetch it at once.
+	AnnotationRefreshRequested = "flotilla.dev/refresh-requested-at"
 	// AnnotationPromotion on a PackageSet with spec.package.revisionFrom: hold keeps its current
 	// revision, force promotes without waiting revisionFrom.healthyFor.
 	AnnotationPromotion = "flotilla.dev/promotion"

@@ -23,6 +23,21 @@ type RepositorySpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="interval must be at least 5s"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Webhook lets the git server announce pushes: with the controller's
+	// --webhook-bind-address, a push event POSTed to /hook/NAMESPACE/NAME whose signature
+	// verifies with the token in secretRef (key token) refreshes the repository at once, so
+	// interval can be long. GitHub (X-Hub-Signature-256), Gitea and Forgejo
+	// (X-Gitea-Signature), GitLab (X-Gitlab-Token) and a generic form (X-Signature-256:
+	// sha256=HMAC) are understood; anything else is refused.
+	// +optional
+	Webhook *RepositoryWebhook `json:"webhook,omitempty"`
+}
+
+// RepositoryWebhook names the Secret holding a repository's webhook token.
+type RepositoryWebhook struct {
+	// SecretRef names a Secret of the namespace whose key token is the webhook's secret.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // GitRepository is the git side of a Repository.

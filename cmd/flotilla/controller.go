@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
+	"github.com/flotilla-dev/flotilla/internal/webhook"
 )
 
 type controllerOptions struct {
@@ -46,6 +47,7 @@ type controllerOptions struct {
 	kubeconfigExec   bool
 	workers          int
 	kubeAPIQPS       float64
+	webhookAddr      string
 	kubeAPIBurst     int
 	reconcileTimeout time.Duration
 	zap              zap.Options
@@ -76,6 +78,7 @@ func controllerCmd() *cobra.Command {
 	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
 	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
 	f.BoolVar(&o.kubeconfigExec, "insecure-kubeconfig-exec", false, "let kubeconfig Secrets of WorkloadClusters run exec and auth-provider plugins on the controller's machine (tenants write them: off by default; file paths stay refused)")
+	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the git push webhook receiver (POST /hook/NAMESPACE/REPOSITORY, verified with the Repository's spec.webhook token); empty (default): off")
 	f.Float64Var(&o.kubeAPIQPS, "kube-api-qps", -1, "client-side limit of requests per second to the API server; -1 (default): none, the API server's Priority and Fairness queues flotilla's requests (a client-side limit of 20/s slows a 300-cluster cold start 5×)")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "requests over --kube-api-qps allowed in a burst (with a positive --kube-api-qps)")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
@@ -143,6 +146,11 @@ func runController(ctx context.Context, o controllerOptions) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
+	}
+	if o.webhookAddr != "" {
+		if err := mgr.Add(webhook.Server(o.webhookAddr, &webhook.Handler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader()})); err != nil {
+			return err
+		}
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal

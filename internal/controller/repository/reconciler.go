@@ -43,7 +43,7 @@ type Reconciler struct {
 	Registry fleet.Registry
 }
 
-// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 

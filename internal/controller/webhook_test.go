@@ -1,0 +1,75 @@
+package controller_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/webhook"
+)
+
+// A push event signed with the Repository's webhook token makes the controller fetch it at once,
+// although its interval is an hour; unsigned and forged events, and events for a repository
+// without a webhook, change nothing.
+func TestWebhookRefreshesAtOnce(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: f.ns}, Data: map[string][]byte{"token": []byte("s3cret")}})
+	hourly := func(r *v1alpha1.Repository) {
+		r.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+		r.Spec.Webhook = &v1alpha1.RepositoryWebhook{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}}
+	}
+	repo := f.repository("catalog", hourly)
+	f.repository("edge01", func(r *v1alpha1.Repository) { r.Spec.Interval = &metav1.Duration{Duration: time.Hour} })
+	f.condition(repo, func() []metav1.Condition { return repo.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
+	before := repo.Status.RefsDigest
+
+	srv := httptest.NewServer(&webhook.Handler{Client: env.Client, Secrets: env.Client})
+	defer srv.Close()
+	body := []byte(`{"ref":"refs/tags/nginx-hello/v4"}`)
+	post := func(path string, header map[string]string) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+		g.Expect(err).NotTo(HaveOccurred())
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	mac := hmac.New(sha256.New, []byte("s3cret"))
+	mac.Write(body)
+	signed := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	digest := func() string {
+		g.Expect(env.Client.Get(f.ctx, f.key("catalog"), repo)).To(Succeed())
+		return repo.Status.RefsDigest
+	}
+
+	f.publish("nginx-hello", 4)
+	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "push"})).To(Equal(http.StatusUnauthorized), "unsigned")
+	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + hex.EncodeToString(make([]byte, 32))})).
+		To(Equal(http.StatusUnauthorized), "forged")
+	g.Expect(post("/hook/"+f.ns+"/edge01", map[string]string{"X-Hub-Signature-256": signed})).To(Equal(http.StatusNotFound), "a repository without spec.webhook")
+	g.Expect(post("/hook/other-namespace/catalog", map[string]string{"X-Hub-Signature-256": signed})).To(Equal(http.StatusNotFound))
+	g.Consistently(digest, 3*time.Second, 500*time.Millisecond).Should(Equal(before), "nothing refused triggers a fetch")
+	g.Expect(repo.Annotations).NotTo(HaveKey(v1alpha1.AnnotationRefreshRequested))
+
+	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": signed})).To(Equal(http.StatusAccepted))
+	g.Eventually(digest, 20*time.Second, 200*time.Millisecond).ShouldNot(Equal(before), "the signed push is fetched at once")
+	g.Expect(repo.Annotations).To(HaveKey(v1alpha1.AnnotationRefreshRequested))
+
+	// GitLab sends its token; an event that is not a push is verified and ignored.
+	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "s3cret"})).To(Equal(http.StatusAccepted))
+	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": signed})).To(Equal(http.StatusNoContent))
+}

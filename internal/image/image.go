@@ -12,7 +12,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,8 +21,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 )
 
 // What the image holds and runs as.
@@ -83,14 +83,7 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Handed gzip, tarball keeps these bytes as the blob (it only gunzips them for the diff ID).
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(gz)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	diffID, err := layer.DiffID()
+	layer, diffID, err := ocipkg.GzipLayer(gz)
 	if err != nil {
 		return nil, err
 	}

@@ -86,20 +86,26 @@ func Push(ctx context.Context, ref string, files map[string][]byte, opts Options
 	return a, nil
 }
 
+// GzipLayer is an OCI layer of the gzipped tar gz, byte for byte (tarball only gunzips it for the
+// diff ID, which it returns too).
+func GzipLayer(gz []byte) (v1.Layer, v1.Hash, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(gz)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, v1.Hash{}, err
+	}
+	diffID, err := layer.DiffID()
+	return layer, diffID, err
+}
+
 // packageImage builds the artifact of files for package pkg at revision tag.
 func packageImage(files map[string][]byte, pkg, tag string) (v1.Image, error) {
 	gz, err := buildLayer(files)
 	if err != nil {
 		return nil, err
 	}
-	// Handed gzip, tarball keeps these bytes as the blob (it only gunzips them for the diff ID).
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(gz)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	diffID, err := layer.DiffID()
+	layer, diffID, err := GzipLayer(gz)
 	if err != nil {
 		return nil, err
 	}

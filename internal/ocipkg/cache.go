@@ -21,6 +21,7 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[cacheKey]cacheEntry
+	sweepAt int // size at which expired entries are dropped next
 }
 
 type cacheKey struct{ scope, credential, url, pkg, revision string }
@@ -51,6 +52,16 @@ func (c *Cache) Resolve(ctx context.Context, r pkgrepo.Remote, pkg, revision str
 		c.entries = map[cacheKey]cacheEntry{}
 	}
 	c.entries[key] = cacheEntry{rev: out, at: time.Now()}
+	if len(c.entries) >= max(c.sweepAt, 1024) {
+		// Expired entries go when the cache has doubled since the last sweep: a controller
+		// whose deployments come and go keeps only what it still resolves.
+		for k, e := range c.entries {
+			if time.Since(e.at) >= c.TTL {
+				delete(c.entries, k)
+			}
+		}
+		c.sweepAt = 2 * len(c.entries)
+	}
 	c.mu.Unlock()
 	return out, nil
 }

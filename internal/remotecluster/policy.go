@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,8 +51,16 @@ func (p Policy) RESTConfig(data []byte) (*rest.Config, error) {
 		}
 		return nil, errors.New("unusable kubeconfig: its current context must name a cluster with a valid server (and proxy-url) and a user with embedded credentials")
 	}
+	if rc.Timeout <= 0 || rc.Timeout > RequestTimeout {
+		// A workload cluster that accepts a connection and never answers must not hold a
+		// worker: every request to it (lists, applies, version) is bounded.
+		rc.Timeout = RequestTimeout
+	}
 	return rc, nil
 }
+
+// RequestTimeout bounds each request to a workload cluster's API server.
+const RequestTimeout = 30 * time.Second
 
 // Check refuses exec and auth-provider plugins (unless AllowExec) and every file reference, in
 // every user and cluster entry of cfg, whether or not the current context uses it: entries are

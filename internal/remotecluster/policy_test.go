@@ -59,6 +59,9 @@ func TestPolicy(t *testing.T) {
 				if tc.wantToken && cfg.BearerToken != "s3cr3t-token" {
 					t.Errorf("token not taken from the kubeconfig")
 				}
+				if cfg.Timeout != RequestTimeout {
+					t.Errorf("request timeout %s, want every request to a workload cluster bounded by %s", cfg.Timeout, RequestTimeout)
+				}
 				return
 			}
 			if !errors.Is(err, ErrKubeconfigRefused) {

@@ -99,7 +99,7 @@ func TestBenchTinyFleet(t *testing.T) {
 		"converged clusters", "convergence time (all published)", "deployed-packages commits",
 		"bytes written to cluster repos", "deployed-packages revisions per cluster",
 		"git requests per cluster (refs, upload, receive)", "catalog git requests (refs, upload, receive)",
-		"git server CPU s (http-backend)", "git floor (git CLI)", "cold / git floor",
+		"git server CPU s (http-backend)", "git server time per request avg", "git floor (git CLI)", "cold / git floor",
 		"status writes per WorkloadCluster avg (max)",
 		"status writes per PackageDeployment avg (max)", "status writes per PackageSet avg (max)",
 		"controller CPU s (self + git)", "objects created", "controller peak RSS", "git fast-import",

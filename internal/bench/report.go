@@ -46,6 +46,13 @@ func (r *Report) Print(w io.Writer) error {
 		}
 		return requestsPer(p.Requests, r.Clusters)
 	})
+	row("git server time per request avg", func(p Phase) string {
+		if r.Transport != TransportHTTP {
+			return "- (file://)"
+		}
+		all := p.Requests.Add(p.CatalogRequests)
+		return fmt.Sprintf("%.0f ms", all.Time.Seconds()*1000/float64(max(all.Total(), 1)))
+	})
 	row("catalog git requests (refs, upload, receive)", func(p Phase) string {
 		if r.Transport != TransportHTTP {
 			return "- (file://)"
@@ -106,7 +113,8 @@ func (r *Report) Print(w io.Writer) error {
 	fl := r.Floor
 	floorRequests := "- (file://)"
 	if r.Transport == TransportHTTP {
-		floorRequests = requestsPer(fl.Requests, fl.Clusters)
+		floorRequests = fmt.Sprintf("%s, %.0f ms each", requestsPer(fl.Requests, fl.Clusters),
+			fl.Requests.Time.Seconds()*1000/float64(max(fl.Requests.Total(), 1)))
 	}
 	fmt.Fprintf(tw, "git floor (git CLI)\tclone main, commit one file, push, per cluster, %d at once: %d clusters in %s; git requests per cluster (refs, upload, receive) %s\n",
 		fl.Workers, fl.Clusters, secs(fl.Time), floorRequests)

@@ -28,6 +28,8 @@ type Requests struct {
 	UploadPack, ReceivePack int
 	// Other is anything else (the dumb protocol's object and pack files).
 	Other int
+	// Time is the wall time spent serving them, summed (requests served at once each count).
+	Time time.Duration
 }
 
 // Total is every request counted.
@@ -35,12 +37,12 @@ func (r Requests) Total() int { return r.InfoRefs + r.UploadPack + r.ReceivePack
 
 // Add returns r + o.
 func (r Requests) Add(o Requests) Requests {
-	return Requests{r.InfoRefs + o.InfoRefs, r.UploadPack + o.UploadPack, r.ReceivePack + o.ReceivePack, r.Other + o.Other}
+	return Requests{r.InfoRefs + o.InfoRefs, r.UploadPack + o.UploadPack, r.ReceivePack + o.ReceivePack, r.Other + o.Other, r.Time + o.Time}
 }
 
 // Sub returns r - o.
 func (r Requests) Sub(o Requests) Requests {
-	return Requests{r.InfoRefs - o.InfoRefs, r.UploadPack - o.UploadPack, r.ReceivePack - o.ReceivePack, r.Other - o.Other}
+	return Requests{r.InfoRefs - o.InfoRefs, r.UploadPack - o.UploadPack, r.ReceivePack - o.ReceivePack, r.Other - o.Other, r.Time - o.Time}
 }
 
 // Handler serves the bare repositories under a root directory: repository DIR/x/name.git is
@@ -81,11 +83,16 @@ func NewHandler(root string, stderr io.Writer) (*Handler, error) {
 	}, nil
 }
 
-// ServeHTTP counts the request, then hands it to git http-backend.
+// ServeHTTP hands the request to git http-backend, then counts it and the time it took.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	h.cgi.ServeHTTP(w, r)
+	took := time.Since(start)
 	repo, kind := classify(r.URL.Path)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	c := h.requests[repo]
+	c.Time += took
 	switch kind {
 	case "info/refs":
 		c.InfoRefs++
@@ -97,8 +104,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.Other++
 	}
 	h.requests[repo] = c
-	h.mu.Unlock()
-	h.cgi.ServeHTTP(w, r)
 }
 
 // Requests returns the requests counted so far by repository: its path under the root, e.g.

@@ -86,6 +86,9 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	}
 	after, err := b.snapshot(ctx)
 	if err != nil {
+		if waitErr != nil {
+			return res, waitErr // why the phase failed (e.g. the controller exited), not the snapshot's symptom
+		}
 		return res, err
 	}
 	res.Git = after.git.sub(b.last.git)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 func benchCmd() *cobra.Command {
 	o := bench.Options{}
+	transport := bench.TransportHTTP
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the controller on a synthetic fleet: convergence, git writes, status writes, memory, CPU",
@@ -25,8 +27,14 @@ repository per cluster, PackageSets deploying the packages to every cluster), st
 kube-apiserver and etcd (KUBEBUILDER_ASSETS, see ` + "`make bench`" + `) and the flotilla controller as a
 child process, and measures: the cold convergence (every cluster publishes its deployed-packages),
 one blueprint bump (the first set from v1 to v2), commits and bytes written, status writes per
-object, the controller's peak memory and CPU; then git fast-import writing the same commits, and
-the local mode (flotilla render) publishing the same fleet. It prints progress, then a table.`,
+object, the controller's peak memory and CPU, the git requests each repository received; then git
+fast-import writing the same commits, the git floor (the git CLI fetching and pushing one commit
+per cluster, --workers at once) and the local mode (flotilla render) publishing the same fleet. It
+prints progress, then a table.
+
+Every repository is served over git's smart HTTP protocol by a git server inside the bench (git
+http-backend), as a user's is; --transport file hands the controller file:// URLs instead, and
+--transport both runs the whole bench once over each.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()
 			if err != nil {
@@ -41,17 +49,21 @@ the local mode (flotilla render) publishing the same fleet. It prints progress, 
 				}
 			}
 			o.Progress = cmd.ErrOrStderr()
-			report, err := bench.Run(cmd.Context(), o)
-			if report != nil && report.Cold.Name != "" {
-				fmt.Fprintln(cmd.OutOrStdout())
-				if perr := report.Print(cmd.OutOrStdout()); perr != nil && err == nil {
-					err = perr
+			transports := []string{transport}
+			if transport == "both" {
+				transports = []string{bench.TransportHTTP, bench.TransportFile}
+			}
+			for _, t := range transports {
+				ot := o
+				ot.Transport = t
+				if len(transports) > 1 {
+					ot = perTransport(ot)
+				}
+				if err := runBench(cmd, ot); err != nil {
+					return err
 				}
 			}
-			if o.Keep && report != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "work directory kept: %s\n", report.Dir)
-			}
-			return err
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -59,6 +71,8 @@ the local mode (flotilla render) publishing the same fleet. It prints progress, 
 	f.IntVar(&o.Packages, "packages", 5, "number of catalog packages (each published as v1 and v2)")
 	f.IntVar(&o.Sets, "sets", 0, "number of PackageSets, each deploying one package to every cluster (default: --packages)")
 	f.IntVar(&o.RolloutSteps, "rollout-steps", 0, "add two rollout phases: set s-00 rolls out v2→v1 and back as a RollingUpdate of this many steps (clusters labelled into waves, partitionBy), reporting each step")
+	f.StringVar(&transport, "transport", bench.TransportHTTP, "how the controller reaches the repositories: http (a smart-HTTP git server in the bench), file (file:// URLs), or both (the whole bench once over each)")
+	f.IntVar(&o.Workers, "workers", 0, "the controller's --workers, and how many clusters the git floor runs at once (default: the controller's, 4)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "how long each phase (cold, bump, rollouts) may take (default 10m)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory: repositories, objects, controller log and cache")
 	f.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
@@ -69,6 +83,38 @@ the local mode (flotilla render) publishing the same fleet. It prints progress, 
 	f.DurationVar(&o.ProgressInterval, "progress", 0, "how often to print progress (default 5s)")
 	cmd.AddCommand(profiledControllerCmd())
 	return cmd
+}
+
+// runBench runs one bench and prints its table.
+func runBench(cmd *cobra.Command, o bench.Options) error {
+	report, err := bench.Run(cmd.Context(), o)
+	if report != nil && report.Cold.Name != "" {
+		fmt.Fprintln(cmd.OutOrStdout())
+		if perr := report.Print(cmd.OutOrStdout()); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if o.Keep && report != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "work directory kept: %s\n", report.Dir)
+	}
+	return err
+}
+
+// perTransport gives a run of --transport both its own work directory and profile files, named
+// after the transport, so the second run does not overwrite the first's.
+func perTransport(o bench.Options) bench.Options {
+	suffix := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		ext := filepath.Ext(p)
+		return strings.TrimSuffix(p, ext) + "-" + o.Transport + ext
+	}
+	if o.Dir != "" {
+		o.Dir = filepath.Join(o.Dir, o.Transport)
+	}
+	o.CPUProfile, o.MemProfile, o.APIServerCPUProfile = suffix(o.CPUProfile), suffix(o.MemProfile), suffix(o.APIServerCPUProfile)
+	return o
 }
 
 // profiledControllerCmd is `flotilla controller` with --cpuprofile and --memprofile: the bench's

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -28,6 +29,12 @@ type Options struct {
 	// RolloutSteps, when not 0, adds two rollout phases: set s-00 rolls out v2→v1 and back in
 	// that many steps (the clusters labelled into as many waves, partitionBy).
 	RolloutSteps int
+	// Transport is how the controller, the git floor and the local mode reach every repository:
+	// TransportHTTP (default) or TransportFile.
+	Transport string
+	// Workers is the controller's --workers (default controller.DefaultWorkers), and how many
+	// clusters the git floor runs at once.
+	Workers int
 	// Timeout bounds each convergence phase (cold, bump, rollouts).
 	Timeout time.Duration
 	// Dir is the work directory (repositories, objects, controller cache and log); a new
@@ -36,8 +43,8 @@ type Options struct {
 	// Keep keeps the work directory.
 	Keep bool
 	// Controller is the command that runs the controller (e.g. `flotilla controller`); the bench
-	// adds --cache-dir, --allow-local-repositories, --metrics-bind-address and
-	// --health-probe-bind-address.
+	// adds --kubeconfig, --cache-dir, --workers, --metrics-bind-address,
+	// --health-probe-bind-address, and over file:// --allow-local-repositories.
 	Controller []string
 	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
 	// --memprofile.
@@ -55,6 +62,7 @@ type Options struct {
 type Report struct {
 	Clusters, Packages, Sets, CPUs int
 	Dir                            string
+	Transport                      string
 
 	Repositories, Deployments int
 	// Create is how long the bench took to create the Repositories, clusters and sets.
@@ -70,7 +78,9 @@ type Report struct {
 	// CacheBytes is the size of the controller's git mirrors (--cache-dir) at the end.
 	CacheBytes int64
 	FastImport fastImportResult
-	Local      localResult
+	// Floor is the git CLI doing each cluster's git work of one publish (fetch, push one commit).
+	Floor floorResult
+	Local localResult
 }
 
 // ErrNoAssets says how to get the API server binaries.
@@ -92,17 +102,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
 	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps}}
-	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir}
+	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir, Transport: o.Transport}
 	return b.report, b.run(ctx)
 }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Sets == 0 {
 		o.Sets = o.Packages
+	}
+	if o.Transport == "" {
+		o.Transport = TransportHTTP
+	}
+	if o.Workers == 0 {
+		o.Workers = controller.DefaultWorkers
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Minute
@@ -120,6 +139,10 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("at most 99999 clusters and 99 sets (names are c-NNNNN and s-NN)")
 	case o.RolloutSteps < 0 || o.RolloutSteps > min(o.Clusters, 100):
 		return o, fmt.Errorf("rollout steps must be between 0 and min(clusters, 100)")
+	case o.Transport != TransportHTTP && o.Transport != TransportFile:
+		return o, fmt.Errorf("transport %q: want %s or %s", o.Transport, TransportHTTP, TransportFile)
+	case o.Workers < 1:
+		return o, fmt.Errorf("workers must be at least 1")
 	case len(o.Controller) == 0:
 		return o, fmt.Errorf("no controller command")
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
-// TestBenchTinyFleet runs the whole bench on 3 clusters × 2 packages: the real controller
-// converges the fleet, then the bump, and the table has every row. It asserts what was reached,
-// never how fast (STYLE.md: benchmarks are not timed assertions).
+// TestBenchTinyFleet runs the whole bench on 3 clusters × 2 packages over smart HTTP: the real
+// controller converges the fleet, then the bump, the git server counts its requests, the git
+// floor runs, and the table has every row. It asserts what was reached, never how fast (STYLE.md:
+// benchmarks are not timed assertions).
 func TestBenchTinyFleet(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
@@ -66,6 +67,26 @@ func TestBenchTinyFleet(t *testing.T) {
 	if l := report.Local; l.Failed != 0 || l.Identical != 3 {
 		t.Errorf("local mode: %d clusters failed, %d/3 trees identical to the controller's", l.Failed, l.Identical)
 	}
+	if report.Transport != TransportHTTP {
+		t.Errorf("transport %q, want the default %q", report.Transport, TransportHTTP)
+	}
+	for _, p := range []Phase{report.Cold, report.Bump} {
+		// Every cluster's repository was fetched (a ref advertisement, and no upload-pack when
+		// the controller's mirror is up to date) and pushed to (an advertisement and a
+		// receive-pack); the catalog was fetched at least once.
+		if r := p.Requests; r.InfoRefs < 2*3 || r.ReceivePack < 3 {
+			t.Errorf("%s: the git server counted %+v for the cluster repositories, want a fetch and a push per cluster", p.Name, r)
+		}
+		if p.Name == "cold" && p.CatalogRequests.UploadPack == 0 {
+			t.Errorf("cold: the catalog was never fetched over HTTP: %+v", p.CatalogRequests)
+		}
+		if p.BenchCPU.Children <= 0 {
+			t.Errorf("%s: no CPU measured for the git server's http-backend processes", p.Name)
+		}
+	}
+	if f := report.Floor; f.Clusters != 3 || f.Workers != 4 || f.Time <= 0 || f.Requests.ReceivePack != 3 || f.Requests.UploadPack < 3 {
+		t.Errorf("git floor %+v, want 3 clusters, 4 at once, timed, one fetch and one push each over HTTP", f)
+	}
 	if report.PeakRSS <= 0 || report.Cold.ControllerCPU.total() <= 0 {
 		t.Errorf("controller peak RSS %d, CPU %v: want both measured", report.PeakRSS, report.Cold.ControllerCPU)
 	}
@@ -76,7 +97,10 @@ func TestBenchTinyFleet(t *testing.T) {
 	}
 	for _, row := range []string{
 		"converged clusters", "convergence time (all published)", "deployed-packages commits",
-		"bytes written to cluster repos", "status writes per WorkloadCluster avg (max)",
+		"bytes written to cluster repos", "deployed-packages revisions per cluster",
+		"git requests per cluster (refs, upload, receive)", "catalog git requests (refs, upload, receive)",
+		"git server CPU s (http-backend)", "git server time per request avg", "git floor (git CLI)", "cold / git floor",
+		"status writes per WorkloadCluster avg (max)",
 		"status writes per PackageDeployment avg (max)", "status writes per PackageSet avg (max)",
 		"controller CPU s (self + git)", "objects created", "controller peak RSS", "git fast-import",
 		"publish / fast-import", "local mode (flotilla render)", "rollout s-00 v2→v1", "rollout s-00 v1→v2",
@@ -85,11 +109,59 @@ func TestBenchTinyFleet(t *testing.T) {
 			t.Errorf("table has no row %q:\n%s", row, out.String())
 		}
 	}
+	if !strings.Contains(out.String(), "git over smart HTTP") {
+		t.Errorf("table does not say which transport:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "3/3") {
 		t.Errorf("table does not report 3/3 clusters converged:\n%s", out.String())
 	}
 	if !strings.Contains(progress.String(), "converged 3/3 clusters") {
 		t.Errorf("progress never reported convergence:\n%s", progress.String())
+	}
+	t.Logf("report:\n%s", out.String())
+}
+
+// TestBenchFileTransport runs the smallest fleet over file:// (the controller then needs
+// --allow-local-repositories): it converges, the floor runs over file:// too, and the table says
+// which transport and that no requests were counted.
+func TestBenchFileTransport(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	report, err := Run(ctx, Options{
+		Clusters:   2,
+		Packages:   1,
+		Transport:  TransportFile,
+		Timeout:    2 * time.Minute,
+		Dir:        t.TempDir(),
+		Controller: []string{buildFlotilla(t), "bench", "controller"},
+		Progress:   &progress,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
+	}
+	for _, p := range []Phase{report.Cold, report.Bump} {
+		if !p.Done || p.Converged != 2 || p.Git.Commits != 2 {
+			t.Errorf("%s: converged %d/2 (done %v), %d commits, want every cluster and one commit each", p.Name, p.Converged, p.Done, p.Git.Commits)
+		}
+		if p.Requests.Total() != 0 {
+			t.Errorf("%s: requests %+v counted over file://", p.Name, p.Requests)
+		}
+	}
+	if f := report.Floor; f.Clusters != 2 || f.Time <= 0 {
+		t.Errorf("git floor %+v, want 2 clusters timed", f)
+	}
+	var out bytes.Buffer
+	if err := report.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"git over file://", "\ncold / git floor", "- (file://)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, out.String())
+		}
 	}
 }
 

@@ -29,27 +29,37 @@ type controllerProc struct {
 	stopErr  error
 }
 
-// startController runs argv (e.g. `flotilla controller`) against the API server of kubeconfig,
-// with its git mirrors under cacheDir, started as the docs tell users to: --kubeconfig, and the
-// controller's defaults for everything else (the client-side rate limit included).
-func startController(argv []string, kubeconfig, cacheDir, logPath, cpuProfile, memProfile string) (*controllerProc, error) {
+// controllerArgs are the flags the bench gives the controller, started as the docs tell users to:
+// --kubeconfig, and the controller's defaults for everything else (the client-side rate limit
+// included), --workers written out because the git floor runs as many at once.
+func (b *run) controllerArgs() []string {
+	args := []string{
+		"--kubeconfig", b.kubeconfig,
+		"--cache-dir", b.cacheDir(),
+		"--workers", strconv.Itoa(b.o.Workers),
+	}
+	if b.o.Transport == TransportFile {
+		args = append(args, "--allow-local-repositories") // off by default: local repositories
+	}
+	if b.o.CPUProfile != "" {
+		args = append(args, "--cpuprofile", b.o.CPUProfile)
+	}
+	if b.o.MemProfile != "" {
+		args = append(args, "--memprofile", b.o.MemProfile)
+	}
+	return args
+}
+
+// startController runs argv (e.g. `flotilla controller`) with flags, its metrics on a free
+// loopback port, its output into logPath.
+func startController(argv, flags []string, logPath string) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	args := append(append([]string{}, argv[1:]...),
-		"--kubeconfig", kubeconfig,
-		"--cache-dir", cacheDir,
-		// The bench's repositories are file:// URLs.
-		"--allow-local-repositories",
+	args := append(append(append([]string{}, argv[1:]...), flags...),
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port),
 		"--health-probe-bind-address", "0")
-	if cpuProfile != "" {
-		args = append(args, "--cpuprofile", cpuProfile)
-	}
-	if memProfile != "" {
-		args = append(args, "--memprofile", memProfile)
-	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

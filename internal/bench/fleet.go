@@ -47,8 +47,6 @@ func (f fleet) clusterNames() []string {
 // repoDir is the bare repository of name under root.
 func repoDir(root, name string) string { return filepath.Join(root, name+".git") }
 
-func repoURL(root, name string) string { return "file://" + repoDir(root, name) }
-
 // initRepos creates empty bare repositories for names under root.
 func initRepos(root string, names []string) error {
 	return parallel(len(names), func(i int) error {
@@ -70,13 +68,13 @@ func (f fleet) publishCatalog(ctx context.Context, store *pkgrepo.Store, url str
 	return nil
 }
 
-// objects returns the fleet's Repositories, WorkloadClusters and PackageSets, with the cluster
-// repositories under repoRoot and the catalog at catalogURL; revision gives each set's blueprint
+// objects returns the fleet's Repositories, WorkloadClusters and PackageSets, with the catalog at
+// catalogURL and cluster c's repository at clusterURL(c); revision gives each set's blueprint
 // revision.
-func (f fleet) objects(catalogURL, repoRoot string, revision func(set int) string) []client.Object {
+func (f fleet) objects(catalogURL string, clusterURL func(cluster string) string, revision func(set int) string) []client.Object {
 	objs := []client.Object{repository("catalog", catalogURL)}
 	for i := range f.clusters {
-		objs = append(objs, repository(f.cluster(i), repoURL(repoRoot, f.cluster(i))))
+		objs = append(objs, repository(f.cluster(i), clusterURL(f.cluster(i))))
 	}
 	for i := range f.clusters {
 		objs = append(objs, &v1alpha1.WorkloadCluster{

@@ -21,10 +21,11 @@ type localResult struct {
 	Identical int
 }
 
-// runLocal publishes the fleet with offline.Run into fresh cluster repositories under dir, first
-// with every set at v1 (cold), then with the first set at v2 (bump), as `flotilla render` would;
-// each step is timed from reading the YAML files to the last push.
-func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos string) (localResult, error) {
+// runLocal publishes the fleet with offline.Run into fresh cluster repositories under dir (reached
+// through url, the run's transport), first with every set at v1 (cold), then with the first set
+// at v2 (bump), as `flotilla render` would; each step is timed from reading the YAML files to the
+// last push.
+func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos string, url func(dir string) string) (localResult, error) {
 	var res localResult
 	repos := filepath.Join(dir, "git")
 	names := f.clusterNames()
@@ -41,7 +42,7 @@ func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos str
 		{&res.Bump, bumped},
 	} {
 		objDir := filepath.Join(dir, fmt.Sprintf("objects-%d", i+1))
-		if err := writeYAML(filepath.Join(objDir, "fleet.yaml"), f.objects(catalogURL, repos, step.rev)); err != nil {
+		if err := writeYAML(filepath.Join(objDir, "fleet.yaml"), f.objects(catalogURL, func(c string) string { return url(repoDir(repos, c)) }, step.rev)); err != nil {
 			return res, err
 		}
 		start := time.Now()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/githttp"
 )
 
 // Phase is what one phase of the run measured.
@@ -22,8 +24,12 @@ type Phase struct {
 	// Writes are per kind (WorkloadCluster, PackageDeployment, PackageSet).
 	Writes map[string]writeStats
 	// ControllerCPU is the controller's CPU, its git child processes apart; ServerCPU that of
-	// kube-apiserver and etcd; BenchCPU the bench's own (watches, git statistics).
+	// kube-apiserver and etcd; BenchCPU the bench's own (watches, git statistics), its children
+	// apart: the git http-backend processes of its git server.
 	ControllerCPU, ServerCPU, BenchCPU cpuTimes
+	// Requests and CatalogRequests are what the git server counted for the cluster repositories
+	// and for the catalog (zero over file://).
+	Requests, CatalogRequests githttp.Requests
 	// Reconciles are by controller (controller_runtime_reconcile_total).
 	Reconciles map[string]float64
 	// Publishes are deployed-packages publish attempts by result (flotilla_publish_total), and
@@ -39,6 +45,8 @@ type snapshot struct {
 	server  cpuTimes
 	bench   cpuTimes
 	metrics samples
+	// requests to the cluster repositories and the catalog
+	requests, catalog githttp.Requests
 }
 
 func (b *run) snapshot(ctx context.Context) (snapshot, error) {
@@ -49,8 +57,9 @@ func (b *run) snapshot(ctx context.Context) (snapshot, error) {
 	}
 	s.server = childrenCPU("kube-apiserver", "etcd")
 	if _, _, self, err := procStat(os.Getpid()); err == nil {
-		s.bench = cpuTimes{Self: self.Self}
+		s.bench = self
 	}
+	s.requests, s.catalog = b.requests(b.repos), b.requests(b.catalogDir)
 	if b.ctrl == nil {
 		return s, nil
 	}
@@ -77,10 +86,14 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	}
 	after, err := b.snapshot(ctx)
 	if err != nil {
+		if waitErr != nil {
+			return res, waitErr // why the phase failed (e.g. the controller exited), not the snapshot's symptom
+		}
 		return res, err
 	}
 	res.Git = after.git.sub(b.last.git)
 	res.ControllerCPU, res.ServerCPU, res.BenchCPU = after.cpu.sub(b.last.cpu), after.server.sub(b.last.server), after.bench.sub(b.last.bench)
+	res.Requests, res.CatalogRequests = after.requests.Sub(b.last.requests), after.catalog.Sub(b.last.catalog)
 	m := after.metrics.delta(b.last.metrics)
 	res.Reconciles = map[string]float64{}
 	for _, c := range []string{"packageset", "packagedeployment", "workloadcluster", "repository"} {

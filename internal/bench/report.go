@@ -10,8 +10,8 @@ import (
 
 // Print writes the report as two tables: per phase, then the run as a whole.
 func (r *Report) Print(w io.Writer) error {
-	fmt.Fprintf(w, "flotilla bench: %d clusters × %d packages, %d PackageSets → %d PackageDeployments, %d CPUs\n\n",
-		r.Clusters, r.Packages, r.Sets, r.Clusters*r.Sets, r.CPUs)
+	fmt.Fprintf(w, "flotilla bench: %d clusters × %d packages, %d PackageSets → %d PackageDeployments, %d CPUs, git over %s\n\n",
+		r.Clusters, r.Packages, r.Sets, r.Clusters*r.Sets, r.CPUs, r.transportName())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	phases := []Phase{r.Cold, r.Bump}
 	header := "\tCOLD (all sets v1)\tBUMP (s-00 v1→v2)"
@@ -36,7 +36,29 @@ func (r *Report) Print(w io.Writer) error {
 	row("convergence time (all published)", func(p Phase) string { return secs(p.Time) })
 	row("time until status settled", func(p Phase) string { return secs(p.Settled) })
 	row("deployed-packages commits", func(p Phase) string { return fmt.Sprint(p.Git.Commits) })
+	row("deployed-packages revisions per cluster", func(p Phase) string {
+		return fmt.Sprintf("%.2f", float64(p.Git.Commits)/float64(r.Clusters))
+	})
 	row("bytes written to cluster repos", func(p Phase) string { return size(p.Git.Bytes) })
+	row("git requests per cluster (refs, upload, receive)", func(p Phase) string {
+		if r.Transport != TransportHTTP {
+			return "- (file://)"
+		}
+		return requestsPer(p.Requests, r.Clusters)
+	})
+	row("git server time per request avg", func(p Phase) string {
+		if r.Transport != TransportHTTP {
+			return "- (file://)"
+		}
+		all := p.Requests.Add(p.CatalogRequests)
+		return fmt.Sprintf("%.0f ms", all.Time.Seconds()*1000/float64(max(all.Total(), 1)))
+	})
+	row("catalog git requests (refs, upload, receive)", func(p Phase) string {
+		if r.Transport != TransportHTTP {
+			return "- (file://)"
+		}
+		return requestsPer(p.CatalogRequests, 1)
+	})
 	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
 		row("status writes per "+k+" avg (max)", func(p Phase) string {
 			s := p.Writes[k]
@@ -59,7 +81,13 @@ func (r *Report) Print(w io.Writer) error {
 		return fmt.Sprintf("%.1f (%.1f + %.1f)", p.ControllerCPU.total(), p.ControllerCPU.Self, p.ControllerCPU.Children)
 	})
 	row("kube-apiserver + etcd CPU s", func(p Phase) string { return fmt.Sprintf("%.1f", p.ServerCPU.total()) })
-	row("bench process CPU s (watches)", func(p Phase) string { return fmt.Sprintf("%.1f", p.BenchCPU.total()) })
+	row("git server CPU s (http-backend)", func(p Phase) string {
+		if r.Transport != TransportHTTP {
+			return "- (file://)"
+		}
+		return fmt.Sprintf("%.1f", p.BenchCPU.Children)
+	})
+	row("bench process CPU s (watches)", func(p Phase) string { return fmt.Sprintf("%.1f", p.BenchCPU.Self) })
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -82,6 +110,16 @@ func (r *Report) Print(w io.Writer) error {
 		f.Commits, f.Repos, secs(f.Time), size(f.Bytes), f.Identical, f.Repos)
 	fmt.Fprintf(tw, "publish / fast-import\t%s end to end (%s / %s); %s inside publish (%s / %s)\n",
 		ratio(wall, f.Time), secs(wall), secs(f.Time), ratio(inside, f.Time), secs(inside), secs(f.Time))
+	fl := r.Floor
+	floorRequests := "- (file://)"
+	if r.Transport == TransportHTTP {
+		floorRequests = fmt.Sprintf("%s, %.0f ms each", requestsPer(fl.Requests, fl.Clusters),
+			fl.Requests.Time.Seconds()*1000/float64(max(fl.Requests.Total(), 1)))
+	}
+	fmt.Fprintf(tw, "git floor (git CLI)\tclone main, commit one file, push, per cluster, %d at once: %d clusters in %s; git requests per cluster (refs, upload, receive) %s\n",
+		fl.Workers, fl.Clusters, secs(fl.Time), floorRequests)
+	fmt.Fprintf(tw, "cold / git floor\t%s (%s / %s); bump / git floor %s\n",
+		ratio(r.Cold.Time, fl.Time), secs(r.Cold.Time), secs(fl.Time), ratio(r.Bump.Time, fl.Time))
 	l := r.Local
 	fmt.Fprintf(tw, "local mode (flotilla render)\tcold %s, bump %s; %d commits, %s; failed clusters %d; trees identical to the controller's: %d/%d\n",
 		secs(l.Cold), secs(l.Bump), l.Git.Commits, size(l.Git.Bytes), l.Failed, l.Identical, r.Clusters)
@@ -155,4 +193,11 @@ func ratio(a, b time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f×", a.Seconds()/b.Seconds())
+}
+
+func (r *Report) transportName() string {
+	if r.Transport == TransportFile {
+		return "file://"
+	}
+	return "smart HTTP (git http-backend)"
 }

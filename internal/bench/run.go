@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/githttp"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -30,6 +31,8 @@ type run struct {
 	f      fleet
 	report *Report
 
+	git        *githttp.Server // nil over file://
+	catalogDir string
 	catalogURL string
 	repos      string // the cluster repositories the controller writes
 	env        *testenv.Env
@@ -45,6 +48,11 @@ func (b *run) run(ctx context.Context) error {
 	b.start = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer func() {
+		if b.git != nil {
+			_ = b.git.Close() // last: the controller, floor and local mode are done with it
+		}
+	}()
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -86,8 +94,13 @@ func (b *run) run(ctx context.Context) error {
 	if r.FastImport, err = fastImport(ctx, b.repos, filepath.Join(b.dir, "fast-import"), b.f.clusterNames()); err != nil {
 		return err
 	}
+	b.progressf("git floor: clone, commit and push one commit per cluster with the git CLI, %d at once...", b.o.Workers)
+	r.Floor, err = b.gitFloor(ctx, filepath.Join(b.dir, "fast-import"), b.f.clusterNames(), b.o.Workers)
+	if err != nil {
+		return err
+	}
 	b.progressf("local mode (flotilla render) on the same fleet...")
-	r.Local, err = runLocal(ctx, b.f, filepath.Join(b.dir, "local"), b.catalogURL, b.repos)
+	r.Local, err = runLocal(ctx, b.f, filepath.Join(b.dir, "local"), b.catalogURL, b.repos, b.url)
 	return err
 }
 
@@ -95,14 +108,19 @@ func (b *run) run(ctx context.Context) error {
 // creates the fleet's objects.
 func (b *run) setup(ctx context.Context) error {
 	gitDir := filepath.Join(b.dir, "git")
-	b.catalogURL, b.repos = repoURL(gitDir, "catalog"), filepath.Join(gitDir, "clusters")
+	b.catalogDir, b.repos = repoDir(gitDir, "catalog"), filepath.Join(gitDir, "clusters")
+	if err := b.serve(b.o.Progress); err != nil {
+		return err
+	}
+	b.catalogURL = b.url(b.catalogDir)
 	b.progressf("creating the catalog (%d packages × 2 revisions) and %d cluster repositories...", b.f.packages, b.f.clusters)
 	if err := initRepos(gitDir, []string{"catalog"}); err != nil {
 		return err
 	}
 	store := pkgrepo.NewStore(filepath.Join(b.dir, "bench-cache"))
 	store.AllowLocal = true // the bench's repositories are local directories
-	if err := b.f.publishCatalog(ctx, store, b.catalogURL); err != nil {
+	// Seeded through the directory: setup is not measured.
+	if err := b.f.publishCatalog(ctx, store, "file://"+b.catalogDir); err != nil {
 		return err
 	}
 	if err := initRepos(b.repos, b.f.clusterNames()); err != nil {
@@ -118,7 +136,7 @@ func (b *run) setup(ctx context.Context) error {
 		_ = env.Stop()
 		return err
 	}
-	objs := b.f.objects(b.catalogURL, b.repos, func(int) string { return "v1" })
+	objs := b.f.objects(b.catalogURL, func(c string) string { return b.url(repoDir(b.repos, c)) }, func(int) string { return "v1" })
 	b.progressf("creating %d objects...", len(objs))
 	start := time.Now()
 	if err := b.create(ctx, objs); err != nil {
@@ -165,7 +183,7 @@ func (b *run) create(ctx context.Context, objs []client.Object) error {
 func (b *run) startController() error {
 	b.progressf("starting the controller: %v", b.o.Controller)
 	var err error
-	b.ctrl, err = startController(b.o.Controller, b.kubeconfig, b.cacheDir(), filepath.Join(b.dir, "controller.log"), b.o.CPUProfile, b.o.MemProfile)
+	b.ctrl, err = startController(b.o.Controller, b.controllerArgs(), filepath.Join(b.dir, "controller.log"))
 	return err
 }
 

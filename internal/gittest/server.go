@@ -1,5 +1,5 @@
 // Package gittest runs real git for tests: a smart-HTTP(S) server (git
-// http-backend behind net/http/cgi), an ssh server running git-upload-pack and
+// http-backend behind net/http/cgi, internal/githttp), an ssh server running git-upload-pack and
 // git-receive-pack, and helpers that seed and inspect bare
 // repositories with the git CLI.
 //
@@ -13,17 +13,17 @@ import (
 	"fmt"
 	"log"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flotilla-dev/flotilla/internal/githttp"
 )
 
 // Server is a smart-HTTP git server whose repositories live in a temporary
-// directory. Push is enabled for every repository it creates.
+// directory. Every repository accepts pushes (githttp).
 type Server struct {
 	// URL is the base URL, e.g. http://127.0.0.1:PORT; a repository's clone
 	// URL is URL + "/" + name + ".git".
@@ -68,20 +68,10 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	backend := filepath.Join(execPath(t), "git-http-backend")
-	h := &cgi.Handler{
-		Path: backend,
-		Root: "/",
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + s.root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			// Keep the developer's own git configuration out of the server.
-			"GIT_CONFIG_NOSYSTEM=1",
-			"GIT_CONFIG_GLOBAL=/dev/null",
-			"HOME=" + s.root,
-		},
-		// Hook output and backend errors show up with the test's log.
-		Stderr: logWriter{t},
+	// Hook output and backend errors show up with the test's log.
+	h, err := githttp.NewHandler(s.root, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// Every server has a path of its own: a port the kernel hands out again to a later test's
 	// server must not make its repositories the same URL as an earlier test's (flotilla compares
@@ -135,7 +125,6 @@ func (s *Server) CreateRepo(t testing.TB, name string) string {
 	t.Helper()
 	dir := s.Dir(name)
 	git(t, "", "init", "-q", "--bare", "-b", "main", dir)
-	git(t, dir, "config", "http.receivepack", "true")
 	return s.URL + "/" + name + ".git"
 }
 
@@ -143,15 +132,6 @@ func (s *Server) CreateRepo(t testing.TB, name string) string {
 // it through a file:// URL or the helpers in this package.
 func (s *Server) Dir(name string) string {
 	return filepath.Join(s.root, name+".git")
-}
-
-func execPath(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // logWriter sends what the servers and git print to stderr to the test log.

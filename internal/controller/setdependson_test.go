@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -109,4 +110,51 @@ func TestPackageSetTemplateDependsOn(t *testing.T) {
 		g.Expect(env.Client.Get(f.ctx, f.key("upf-edge01"), pd)).To(Succeed())
 		return pd.Spec.DependsOn
 	}, "30s").Should(BeEmpty())
+}
+
+// A Cluster dependency on a set whose rollout has not reached a cluster yet holds that cluster:
+// the set depended on has no deployment there, but will have one once its rollout resumes.
+func TestPackageSetDependsOnARolloutInProgress(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	f.repository("catalog")
+	for _, name := range []string{"a", "b"} {
+		f.git.CreateRepo(t, name)
+		f.repository(name)
+		labels := map[string]string{"site-type": "edge"}
+		if name == "a" {
+			labels["wave"] = "canary"
+		}
+		f.create(&v1alpha1.WorkloadCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels},
+			Spec:       v1alpha1.WorkloadClusterSpec{Repository: v1alpha1.LocalObjectReference{Name: name}},
+		})
+	}
+	edges := edge(map[string]string{"site-type": "edge"})
+	one := intstr.FromInt32(1)
+	smf := f.packageSet("smf", edges, func(s *v1alpha1.PackageSet) {
+		s.Spec.Package.Name, s.Spec.Package.Revision = "crds", "v1"
+		s.Spec.Strategy = v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{Steps: []v1alpha1.RolloutStep{
+			{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"wave": "canary"}}, MaxUnavailable: &one, Pause: true},
+			{MaxUnavailable: &one},
+		}}}
+	})
+	upf := f.packageSet("upf", edges, func(s *v1alpha1.PackageSet) {
+		s.Spec.DependsOn = []v1alpha1.SetDependency{{Name: "smf", Scope: v1alpha1.DependencyCluster}}
+	})
+
+	// smf pauses after its canary a: upf follows it there, and waits on b, where smf has not come.
+	g.Eventually(func() bool {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(smf), smf)).To(Succeed())
+		return smf.Status.Rollout != nil && smf.Status.Rollout.Paused
+	}, "30s").Should(BeTrue())
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "30s").Should(Equal([]string{"upf-a→a"}))
+	g.Consistently(func() []string { return f.deploymentsOf("upf") }, "3s").Should(Equal([]string{"upf-a→a"}))
+	c := f.condition(upf, func() []metav1.Condition { return upf.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "WaitingForDependency")
+	g.Expect(c.Message).To(ContainSubstring("PackageSet smf to reach cluster b"))
+
+	// Resumed, smf reaches b, and upf follows.
+	f.update(smf, func() { smf.Annotations = map[string]string{v1alpha1.AnnotationResume: "1"} })
+	g.Eventually(func() []string { return f.deploymentsOf("upf") }, "30s").Should(Equal([]string{"upf-a→a", "upf-b→b"}))
+	g.Expect(f.deploymentsOf("smf")).To(Equal([]string{"smf-a→a", "smf-b→b"}))
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/generate"
+	"github.com/flotilla-dev/flotilla/internal/rollout"
 )
 
 // SetReader is what set dependencies (spec.dependsOn) read: the sets named, and the deployments
@@ -34,8 +36,10 @@ type gate func(cluster string) string
 
 // gates evaluates set's dependsOn: a Fleet dependency holds every target until the named set is
 // Ready for its current generation; a Cluster dependency holds a target until each deployment the
-// named set owns on that cluster is healthy at the revision the set asks for (a set that has no
-// target there holds nothing).
+// named set owns on that cluster is healthy at the revision the set asks for. A set that has no
+// deployment on a cluster holds nothing there once it has reached all its targets; until then
+// (a rollout in progress, paused or halted, or a spec not reconciled yet) it holds every cluster
+// it may target: its rollout may not have reached that cluster yet.
 func (p Planner) gates(ctx context.Context, r Reader, set *v1alpha1.PackageSet) (gate, error) {
 	if len(set.Spec.DependsOn) == 0 {
 		return func(string) string { return "" }, nil
@@ -49,6 +53,7 @@ func (p Planner) gates(ctx context.Context, r Reader, set *v1alpha1.PackageSet) 
 	}
 	fleetWide := ""
 	perCluster := map[string][]string{}
+	var unreached []reach // Cluster dependencies that may not have reached every target yet
 	for _, d := range set.Spec.DependsOn {
 		other, err := sr.PackageSet(ctx, set.Namespace, d.Name)
 		if err != nil {
@@ -68,11 +73,26 @@ func (p Planner) gates(ctx context.Context, r Reader, set *v1alpha1.PackageSet) 
 		if err != nil {
 			return nil, err
 		}
+		deployed := map[string]bool{}
 		for i := range owned {
 			pd := &owned[i]
+			deployed[pd.Spec.Cluster.Name] = true
 			if !readyAt(pd, other) {
 				perCluster[pd.Spec.Cluster.Name] = append(perCluster[pd.Spec.Cluster.Name], pd.Name)
 			}
+		}
+		if !reachedAll(other) {
+			unreached = append(unreached, reach{set: other, deployed: deployed})
+		}
+	}
+	labels := map[string]map[string]string{}
+	if len(unreached) > 0 {
+		clusters, err := r.Clusters(ctx, set.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("list clusters: %w", err)
+		}
+		for _, c := range clusters {
+			labels[c.Name] = c.Labels
 		}
 	}
 	return func(cluster string) string {
@@ -83,8 +103,29 @@ func (p Planner) gates(ctx context.Context, r Reader, set *v1alpha1.PackageSet) 
 			slices.Sort(waiting)
 			return fmt.Sprintf("%s to be healthy on cluster %s (dependsOn, scope Cluster)", strings.Join(waiting, ", "), cluster)
 		}
+		for _, u := range unreached {
+			if !u.deployed[cluster] && generate.MayTarget(u.set, cluster, labels[cluster]) {
+				return fmt.Sprintf("PackageSet %s to reach cluster %s (dependsOn, scope Cluster)", u.set.Name, cluster)
+			}
+		}
 		return ""
 	}, nil
+}
+
+// reach is a set depended on, and the clusters it has deployments on.
+type reach struct {
+	set      *v1alpha1.PackageSet
+	deployed map[string]bool
+}
+
+// reachedAll reports whether set has a deployment for every target it has: its status describes
+// its current spec, and a RollingUpdate has completed (before that, targets it has not reached
+// have no deployment yet).
+func reachedAll(set *v1alpha1.PackageSet) bool {
+	if !conditions.Observed(set.Status.Conditions, set.Generation) {
+		return false
+	}
+	return set.Spec.Strategy.Type != v1alpha1.StrategyRollingUpdate || rollout.Done(set.Status.Rollout)
 }
 
 // readyAt reports whether pd, a deployment of set other, is healthy at the revision other asks

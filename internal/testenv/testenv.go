@@ -52,26 +52,45 @@ func SharedCRDs() string {
 	return filepath.Join(Root(), "..", "shared", "crds")
 }
 
-// Start starts an API server for the calling test binary. Call it from TestMain; it fails when
-// KUBEBUILDER_ASSETS is unset (run the tests with `make test`).
+// Start starts an API server for the calling test binary, serving flotilla's CRDs and the
+// third-party GitOps CRDs. Call it from TestMain; it fails when KUBEBUILDER_ASSETS is unset (run
+// the tests with `make test`).
 func Start() (*Env, error) {
+	e, err := start(
+		filepath.Join(Root(), "config", "crd", "bases"),
+		filepath.Join(SharedCRDs(), "configsync"),
+		filepath.Join(SharedCRDs(), "argocd"),
+		filepath.Join(SharedCRDs(), "flux"),
+	)
+	if err != nil {
+		return nil, err
+	}
+	// Config Sync's RootSyncs live here; create it so generated RootSyncs can be dry-run created.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "config-management-system"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// start starts an API server serving the CRDs in crdDirs.
+func start(crdDirs ...string) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errNoAssets
 	}
-	// Every log line, at every level, goes to Logs (tests grep it for leaked secrets); stderr
-	// shows them only with FLOTILLA_TEST_LOG.
-	out := io.Writer(&logs)
-	if os.Getenv("FLOTILLA_TEST_LOG") != "" {
-		out = io.MultiWriter(&logs, os.Stderr)
-	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(out)))
+	// Once per test binary: tests that run several API servers start them concurrently.
+	setLogger.Do(func() {
+		// Every log line, at every level, goes to Logs (tests grep it for leaked secrets);
+		// stderr shows them only with FLOTILLA_TEST_LOG.
+		out := io.Writer(&logs)
+		if os.Getenv("FLOTILLA_TEST_LOG") != "" {
+			out = io.MultiWriter(&logs, os.Stderr)
+		}
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(out)))
+	})
 	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(Root(), "config", "crd", "bases"),
-			filepath.Join(SharedCRDs(), "configsync"),
-			filepath.Join(SharedCRDs(), "argocd"),
-			filepath.Join(SharedCRDs(), "flux"),
-		},
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		// envtest waits 10 s for the CRDs to be served by default: too short on 2 cores while
 		// other test binaries start their own API servers (make test runs packages in parallel).
@@ -83,12 +102,6 @@ func Start() (*Env, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		_ = env.Stop()
-		return nil, err
-	}
-	// Config Sync's RootSyncs live here; create it so generated RootSyncs can be dry-run created.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "config-management-system"}}
-	if err := c.Create(context.Background(), ns); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
@@ -156,7 +169,10 @@ func GVK(group, version, kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
 }
 
-var logs lockedBuffer
+var (
+	logs      lockedBuffer
+	setLogger sync.Once
+)
 
 // Logs returns everything the controllers logged so far in this test binary.
 func Logs() string { return logs.String() }

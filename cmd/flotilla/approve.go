@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,10 +42,24 @@ changes before the controller publishes it, the cluster reports the approval out
 }
 
 func kubeClient(kubeconfig, namespace string) (client.Client, string, error) {
+	cfg, namespace, err := loadKubeconfig(kubeconfig, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	return c, namespace, err
+}
+
+// loadKubeconfig is the management cluster's config (--kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config) and the namespace: namespace, else the kubeconfig context's.
+func loadKubeconfig(kubeconfig, namespace string) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", errors.New("no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or write ~/.kube/config for the management cluster")
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -52,6 +68,5 @@ func kubeClient(kubeconfig, namespace string) (client.Client, string, error) {
 			return nil, "", err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	return c, namespace, err
+	return cfg, namespace, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
+	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
@@ -45,6 +46,7 @@ type controllerOptions struct {
 	kubeconfigExec   bool
 	workers          int
 	reconcileTimeout time.Duration
+	dashboardAddr    string
 	zap              zap.Options
 }
 
@@ -73,6 +75,7 @@ func controllerCmd() *cobra.Command {
 	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
 	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
 	f.BoolVar(&o.kubeconfigExec, "insecure-kubeconfig-exec", false, "let kubeconfig Secrets of WorkloadClusters run exec and auth-provider plugins on the controller's machine (tenants write them: off by default; file paths stay refused)")
+	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -151,6 +154,12 @@ func runController(o controllerOptions) error {
 	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
+	}
+	if o.dashboardAddr != "" {
+		h := dashboard.New(mgr.GetCache(), dashboard.Options{Hosts: dashboard.HostsFor(o.dashboardAddr)})
+		if err := mgr.Add(&dashboard.Server{Addr: o.dashboardAddr, Handler: h}); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
 }

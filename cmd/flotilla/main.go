@@ -17,7 +17,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(controllerCmd(), renderCmd(), diffCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), rolloutCmd(), versionCmd(), benchCmd(), publishCmd())
+	root.AddCommand(controllerCmd(), renderCmd(), diffCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), dashboardCmd(), rolloutCmd(), versionCmd(), benchCmd(), publishCmd())
 	if err := root.Execute(); err != nil {
 		var exit *exitError
 		if errors.As(err, &exit) {

@@ -67,15 +67,16 @@ func List(s Snapshot) (map[string]any, error) {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
 }
 
-// Read lists the fleet's objects in namespace ("" for all namespaces).
-func Read(ctx context.Context, c client.Reader, namespace string) (Snapshot, error) {
+// Read lists the fleet's objects in namespace ("" for all namespaces), with opts (a cache reader
+// may be given client.UnsafeDisableDeepCopy: Build never changes the objects).
+func Read(ctx context.Context, c client.Reader, namespace string, opts ...client.ListOption) (Snapshot, error) {
 	var s Snapshot
 	var clusters v1alpha1.WorkloadClusterList
 	var deployments v1alpha1.PackageDeploymentList
 	var sets v1alpha1.PackageSetList
 	var variants v1alpha1.PackageVariantList
 	for _, l := range []client.ObjectList{&clusters, &deployments, &sets, &variants} {
-		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
+		if err := c.List(ctx, l, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
 			return s, err
 		}
 	}

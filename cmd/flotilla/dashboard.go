@@ -12,12 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/dashboard"
-	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
 func dashboardCmd() *cobra.Command {
@@ -60,38 +56,9 @@ page shows.`,
 // runDashboard watches the fleet in namespace ns ("" for all) and serves the dashboard on bind
 // until ctx ends.
 func runDashboard(ctx context.Context, out io.Writer, cfg *rest.Config, ns, bind string, every time.Duration) error {
-	s := scheme.New()
-	// A plain list first: a missing permission or CRD is an error now, not an informer retrying
-	// forever in the background.
-	direct, err := client.New(cfg, client.Options{Scheme: s})
+	r, err := dashboard.Watch(ctx, cfg, ns)
 	if err != nil {
 		return err
-	}
-	kinds := []client.ObjectList{&v1alpha1.WorkloadClusterList{}, &v1alpha1.PackageDeploymentList{}, &v1alpha1.PackageSetList{}, &v1alpha1.PackageVariantList{}}
-	for _, l := range kinds {
-		if err := direct.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
-			return fmt.Errorf("read the fleet: %w", err)
-		}
-	}
-	opts := cache.Options{Scheme: s, DefaultTransform: cache.TransformStripManagedFields()}
-	if ns != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	}
-	c, err := cache.New(cfg, opts)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Start(ctx) }()
-	for _, obj := range []client.Object{&v1alpha1.WorkloadCluster{}, &v1alpha1.PackageDeployment{}, &v1alpha1.PackageSet{}, &v1alpha1.PackageVariant{}} {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("watch the fleet: %w", err)
-		}
-	}
-	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("watch the fleet: %w", context.Cause(ctx))
 	}
 	l, err := net.Listen("tcp", bind)
 	if err != nil {
@@ -102,11 +69,5 @@ func runDashboard(ctx context.Context, out io.Writer, cfg *rest.Config, ns, bind
 		where = "every namespace"
 	}
 	fmt.Fprintf(out, "flotilla dashboard of %s: http://%s/ (read-only; Ctrl-C stops it)\n", where, l.Addr())
-	h := dashboard.New(c, dashboard.Options{Namespace: ns, Interval: every, Hosts: dashboard.HostsFor(l.Addr().String())})
-	err = dashboard.Serve(ctx, l, h)
-	cancel()
-	if cerr := <-cacheDone; err == nil {
-		err = cerr
-	}
-	return err
+	return dashboard.Serve(ctx, l, dashboard.New(r, dashboard.Options{Namespace: ns, Interval: every, Hosts: dashboard.HostsFor(l.Addr().String())}))
 }

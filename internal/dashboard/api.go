@@ -232,31 +232,32 @@ func clusterPage(r *http.Request, f fleetstatus.Fleet) (any, error) {
 	return page, nil
 }
 
-// revisions groups the cluster's pins by the deployed-packages revision that first carried them
-// (status.deployedPackagesRevision of each deployment), newest first.
+// revisions groups the pins of the cluster's published deployed-packages by the revision that
+// first carried them (status.deployedPackagesRevision of each deployment: a deployment waiting
+// for a new pin keeps the revision of the pin still published), newest first.
 func revisions(c fleetstatus.Cluster) []Revision {
-	base, current := "", 0
-	if c.Published != nil {
-		base, _ = fleet.SplitTag(c.Published.Tag)
-		current = c.Published.Revision
+	if c.Published == nil {
+		return []Revision{}
 	}
-	by := map[int]*Revision{}
+	base, _ := fleet.SplitTag(c.Published.Tag)
+	current := c.Published.Revision
+	first := map[string]int{}
 	for _, d := range c.Deployments {
-		n := d.DeployedPackagesRevision
-		if n == 0 || d.Resolved == nil {
-			continue
+		first[d.Name] = d.DeployedPackagesRevision
+	}
+	by := map[int]*Revision{current: {Revision: current, Tag: c.Published.Tag, Current: true, Pins: []Pin{}}}
+	for _, p := range c.Published.Packages {
+		n := first[p.Deployment]
+		if n <= 0 || n > current {
+			n = current // not reported: the current revision carries it, at least
 		}
 		if by[n] == nil {
-			by[n] = &Revision{Revision: n, Current: n == current, Pins: []Pin{}}
+			by[n] = &Revision{Revision: n, Pins: []Pin{}}
 			if base != "" {
 				by[n].Tag = base + "v" + strconv.Itoa(n)
 			}
 		}
-		by[n].Pins = append(by[n].Pins, Pin{Deployment: d.Name, Tag: d.Resolved.Tag})
-	}
-	if current > 0 && by[current] == nil {
-		// The current revision brought no pin it still carries (it removed one, say).
-		by[current] = &Revision{Revision: current, Tag: c.Published.Tag, Current: true, Pins: []Pin{}}
+		by[n].Pins = append(by[n].Pins, Pin{Deployment: p.Deployment, Tag: p.Tag})
 	}
 	out := make([]Revision, 0, len(by))
 	for _, r := range by {

@@ -3,10 +3,10 @@
 'use strict';
 
 const HEALTH = {
-  Healthy: '✓', Progressing: '↻', Waiting: '⏸', Degraded: '✕', Unknown: '?', Suspended: '‖',
+  Healthy: '✓', Progressing: '↻', Waiting: '‖', Degraded: '✕', Unknown: '?', Suspended: '⊘',
 };
 const HEALTHS = ['Degraded', 'Waiting', 'Progressing', 'Unknown', 'Suspended', 'Healthy'];
-const STEP = { Done: '✓', Current: '↻', Paused: '⏸', Halted: '✕', Pending: '·' };
+const STEP = { Done: '✓', Current: '↻', Paused: '‖', Halted: '✕', Pending: '·' };
 const STEP_TEXT = {
   Done: 'Done', Current: 'In progress', Paused: 'Paused: waits for resume', Halted: 'Halted', Pending: 'Pending',
 };
@@ -96,7 +96,7 @@ const VIEWS = {
   },
   packages: {
     url: (r) => (r.parts.length ? '/api/packages/' + r.parts.map(encodeURIComponent).join('/') : '/api/packages') + nsQuery(r),
-    render: (d, r) => (r.parts.length ? renderPackage(d, r) : renderPackages(d, r)), title: 'Packages',
+    render: (d, r, out) => (r.parts.length ? renderPackage(d, r, out) : renderPackages(d, r, out)), title: 'Packages',
   },
 };
 
@@ -141,11 +141,11 @@ async function load() {
       if (!resp.ok) throw new Error(data.error || resp.statusText);
       const etag = resp.headers.get('ETag') || '';
       if (changed || etag !== state.etag || !etag) {
-        state.etag = etag;
         const content = document.getElementById('content');
         const fresh = h('div', { id: 'content' });
         v.render(data, state.route, fresh);
         content.replaceWith(fresh);
+        state.etag = etag; // only once drawn: a view that failed to draw is drawn again
       }
       ok();
     }
@@ -469,7 +469,7 @@ function renderPackages(d, r, out) {
       h('th', { scope: 'row' }, h('a', { href: packageHref(p.name, r.params.get('namespace')) }, p.name)),
       h('td', {}, num(p.clusters)),
       h('td', { class: 'mono' }, p.revisions.join(', ')),
-      h('td', {}, h('div', { class: 'labels' }, HEALTHS.filter((x) => p.counts[x]).map((x) => badge({ health: x }, num(p.counts[x]) + ' ')))))))));
+      h('td', {}, h('div', { class: 'labels' }, HEALTHS.filter((x) => p.counts[x]).map((x) => badge({ health: x }, num(p.counts[x]) + ' '))))))))));
 }
 
 function renderPackage(d, r, out) {

@@ -91,16 +91,16 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Search and the health filter are the server's: typing narrows the rows.
 	b.do(chromedp.SendKeys(chromedp.CSS(`#search`), "core"))
-	b.waitCount(`#matrix tbody tr`, 1)
+	b.waitRows(1)
 	b.eval(`(() => { const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input')); })()`)
-	b.waitCount(`#matrix tbody tr`, 3)
+	b.waitRows(3)
 	b.do(chromedp.Click(chromedp.CSS(`button.chip.h-Degraded`)))
-	b.waitCount(`#matrix tbody tr`, 1)
+	b.waitRows(1)
 	if got := b.text(`#matrix tbody th`); !strings.HasPrefix(got, "edge02") {
 		t.Errorf("Degraded filter shows %q, want edge02", got)
 	}
 	b.do(chromedp.Click(chromedp.CSS(`button.chip.h-Degraded`)))
-	b.waitCount(`#matrix tbody tr`, 3)
+	b.waitRows(3)
 
 	// Live: the agent on edge02 reports smf synced; the open page follows without reloading.
 	b.eval(`window.stillThisPage = true`)
@@ -225,7 +225,9 @@ func (f *fleet) create() {
 	f.deployment("smf", "edge02", "smf", 3, 3, "Ready=True Published", "Published=True Published", "Synced=False SyncError")
 	f.deployment("smf", "core01", "smf", 3, 2, "Ready=False WaitingForApproval", "Reconciling=True WaitingForApproval", "Published=False WaitingForApproval")
 
-	wave := func(w string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"wave": w}} }
+	wave := func(w string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"wave": w}}
+	}
 	upf := &v1alpha1.PackageSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "upf", Namespace: f.ns},
 		Spec: v1alpha1.PackageSetSpec{
@@ -403,10 +405,10 @@ func (b *browser) waitText(sel, s string) {
 	b.poll(fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.textContent.includes(%s); })()`, q, want))
 }
 
-func (b *browser) waitCount(sel string, n int) {
+// waitRows waits until the fleet matrix shows n rows.
+func (b *browser) waitRows(n int) {
 	b.t.Helper()
-	q, _ := json.Marshal(sel)
-	b.poll(fmt.Sprintf(`document.querySelectorAll(%s).length === %d`, q, n))
+	b.poll(fmt.Sprintf(`document.querySelectorAll('#matrix tbody tr').length === %d`, n))
 }
 
 func (b *browser) text(sel string) string {

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net"
 	"net/http"
@@ -183,7 +184,8 @@ type httpError struct {
 func (e *httpError) Error() string { return e.msg }
 
 func statusOf(err error) int {
-	if he, ok := err.(*httpError); ok {
+	var he *httpError
+	if errors.As(err, &he) {
 		return he.code
 	}
 	return http.StatusInternalServerError

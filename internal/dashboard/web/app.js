@@ -266,7 +266,7 @@ function renderFleet(d, r, out) {
     h('th', { scope: 'row' },
       h('a', { href: clusterHref(row.namespace, row.name) }, row.name), ' ', h('span', { class: 'ns' }, row.namespace),
       row.proposal ? h('div', { class: 'sub muted' }, 'proposal v' + row.proposal + ' waits') : null),
-    h('td', {}, badge(row.status)),
+    h('td', { class: 'health' }, badge(row.status)),
     d.packages.map((p) => h('td', {}, cells(row.cells[p]))),
   ));
   out.append(h('div', { class: 'table-wrap' },

@@ -107,12 +107,12 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	prefix, _ := fleet.SplitTag(up.Tag)
 	targets := make([]rollout.Target, 0, len(result.Targets))
 	for _, t := range result.Targets {
-		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster], Blocked: wait(t.Cluster)}
+		rt := rollout.Target{Labels: labels[t.Cluster]}
 		if pd := byName[t.Name]; pd != nil {
 			rt = RolloutTarget(pd, variant, prefix, labels[t.Cluster])
-			rt.Name, rt.Blocked = t.Name, wait(t.Cluster)
 			keep(pd)
 		}
+		rt.Name, rt.Blocked = t.Name, wait(t.Cluster)
 		if rt.Blocked != "" && rt.Current != up.Tag {
 			waiting[t.Name] = rt.Blocked
 		}

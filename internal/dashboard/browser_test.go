@@ -174,6 +174,50 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.checkConsole()
 }
 
+// TestLargeFleetInBrowser loads the matrix of 1,000 clusters × 10 packages: the page holds one
+// page of rows whatever the fleet's size, and pages and filters through the server.
+func TestLargeFleetInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome on PATH): install Debian's chromium package (apt-get install -y chromium) to run the dashboard's browser test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := httptest.NewServer(dashboard.StaticHandler(dashboard.BigFleet(1000, 10), dashboard.Options{}))
+	defer srv.Close()
+	b := newBrowser(t, ctx, bin)
+	shots := &screenshots{t: t, dirs: []string{t.TempDir()}}
+	if d := os.Getenv(screenshotsEnv); d != "" {
+		shots.dirs = append(shots.dirs, d)
+	}
+	b.do(chromedp.Navigate(srv.URL + "/#/fleet?limit=100"))
+	b.waitRows(100)
+	if got := b.text(`#page-count`); got != "1–100 of 1,000 clusters" {
+		t.Errorf("pager says %q", got)
+	}
+	if got := b.texts(`#matrix thead th`); len(got) != 12 || got[2] != "pkg00" || got[11] != "pkg09" {
+		t.Errorf("columns %v, want Cluster, Health and 10 packages", got)
+	}
+	// One page of rows, whatever the fleet's size: about 60 elements a row.
+	if n := run(b, chromedp.Evaluate[int](`document.getElementsByTagName('*').length`)); n > 10000 {
+		t.Errorf("the page holds %d elements for 100 rows", n)
+	}
+	if chips := strings.Join(strings.Fields(b.text(`.chips`)), " "); !strings.Contains(chips, "Degraded 100") || !strings.Contains(chips, "Healthy 900") {
+		t.Errorf("health counts %q, want 100 Degraded", chips)
+	}
+	shots.take(b, "fleet-1000.png")
+	b.eval(`document.getElementById('next').click()`)
+	b.waitText(`#page-count`, "101–200 of 1,000 clusters")
+	b.do(chromedp.KeyEvent("]"))
+	b.waitText(`#page-count`, "201–300 of 1,000 clusters")
+	b.eval(`(() => { const h = document.getElementById('health'); h.value = 'Degraded'; h.dispatchEvent(new Event('change')); })()`)
+	b.waitText(`#page-count`, "of 100 clusters")
+	if got := b.text(`#page-count`); got != "1–100 of 100 clusters" {
+		t.Errorf("Degraded clusters: pager says %q (a new filter starts at the first page)", got)
+	}
+	b.checkConsole()
+}
+
 // fleet is the test's fleet: three clusters, two sets (upf rolling out v7 in three steps, paused
 // after the second; smf at v3 everywhere, AllAtOnce), core01 with a proposal waiting, edge02's
 // smf not syncing, and a variant downstream of free5gc-upf/v7.

@@ -166,7 +166,7 @@ function ok() {
   banner.hidden = true;
   const live = document.getElementById('live');
   live.classList.remove('stale');
-  live.textContent = (state.paused ? 'Paused · ' : 'Live · ') + 'updated ' + new Date().toLocaleTimeString();
+  live.textContent = (state.namespace ? 'namespace ' + state.namespace + ' · ' : '') + (state.paused ? 'Paused · ' : 'Live · ') + 'updated ' + new Date().toLocaleTimeString();
 }
 
 function showError(msg) {

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packageset"
+	"github.com/flotilla-dev/flotilla/internal/dashboard"
 	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
@@ -50,6 +51,7 @@ type controllerOptions struct {
 	webhookAddr      string
 	kubeAPIBurst     int
 	reconcileTimeout time.Duration
+	dashboardAddr    string
 	zap              zap.Options
 }
 
@@ -81,6 +83,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the git push webhook receiver (POST /hook/NAMESPACE/REPOSITORY, verified with the Repository's spec.webhook token); empty (default): off")
 	f.Float64Var(&o.kubeAPIQPS, "kube-api-qps", -1, "client-side limit of requests per second to the API server; -1 (default): none, the API server's Priority and Fairness queues flotilla's requests (a client-side limit of 20/s slows a 300-cluster cold start 5×)")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "requests over --kube-api-qps allowed in a burst (with a positive --kube-api-qps)")
+	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -157,6 +160,12 @@ func runController(ctx context.Context, o controllerOptions) error {
 	ctx = ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
+	}
+	if o.dashboardAddr != "" {
+		h := dashboard.New(mgr.GetCache(), dashboard.Options{Hosts: dashboard.HostsFor(o.dashboardAddr)})
+		if err := mgr.Add(&dashboard.Server{Addr: o.dashboardAddr, Handler: h}); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
 }

@@ -87,6 +87,7 @@ func clusterCommands(t *testing.T) map[string]struct {
 		flag string
 	}
 	return map[string]cmd{
+		"dashboard":         {[]string{"dashboard"}, "--kubeconfig"},
 		"status":            {[]string{"status"}, "--kubeconfig"},
 		"status -A -o yaml": {[]string{"status", "-A", "-o", "yaml"}, "--kubeconfig"},
 		"rollout resume":    {[]string{"rollout", "resume", "upf"}, "--kubeconfig"},

@@ -44,7 +44,7 @@ func statusCmd() *cobra.Command {
 					if err != nil || !watch {
 						return err
 					}
-				} else if err := fleetstatus.Print(cmd.OutOrStdout(), s); err != nil || !watch {
+				} else if err := fleetstatus.Print(cmd.OutOrStdout(), fleetstatus.Build(s)); err != nil || !watch {
 					return err
 				}
 				select {

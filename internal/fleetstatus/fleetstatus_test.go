@@ -59,11 +59,11 @@ func TestPrint(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "upf-telco", Namespace: "fleet"}, Status: v1alpha1.PackageVariantStatus{
 			Downstream: &v1alpha1.ResolvedRevision{Repository: "blueprints", Tag: "upf-telco/v4"},
 			Lineage:    []v1alpha1.LineageEntry{{Tag: "free5gc-upf/v7"}},
-			Conditions: []metav1.Condition{cond("Ready", "False", "MergeConflict")}}},
+			Conditions: []metav1.Condition{cond("Ready", "False", "MergeConflict"), cond("Stalled", "True", "MergeConflict")}}},
 	}
 	s.Deployments[1].Status.Resolved = &v1alpha1.ResolvedRevision{Repository: "blueprints", Revision: 2, Tag: "upf-telco-prod/v2"}
 	var b bytes.Buffer
-	if err := Print(&b, s); err != nil {
+	if err := Print(&b, Build(s)); err != nil {
 		t.Fatal(err)
 	}
 	if *update {

@@ -12,11 +12,11 @@ import (
 
 // Change is one difference between two deployed-packages revisions.
 type Change struct {
-	Deployment string
+	Deployment string `json:"deployment"`
 	// Op is "+" (deployed), "-" (undeployed) or "~" (revision changed).
-	Op   string
-	From string
-	To   string
+	Op   string `json:"op"`
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 func (c Change) String() string {

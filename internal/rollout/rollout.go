@@ -105,11 +105,7 @@ func rolling(in Input, targets []Target) (d Decision) {
 	}
 	if ru := in.Strategy.RollingUpdate; ru != nil && ru.PartitionBy != "" {
 		steps = partitionSteps(ru.PartitionBy, steps[0], targets)
-		// The step is remembered by its label value: a value that appears later (sorting
-		// before it) shifts the indexes, not the rollout.
-		if i := slices.IndexFunc(steps, func(s v1alpha1.RolloutStep) bool { return partitionOf(ru.PartitionBy, s) == st.Partition }); i >= 0 && st.Partition != "" {
-			st.Step = i
-		}
+		st.Step = stepOf(ru, steps, st)
 		defer func() {
 			if d.Status != nil {
 				d.Status.Partition = partitionOf(ru.PartitionBy, steps[min(max(d.Status.Step, 0), len(steps)-1)])

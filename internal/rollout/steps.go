@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -51,6 +52,17 @@ func partitionSteps(key string, template v1alpha1.RolloutStep, targets []Target)
 	rest := *template.DeepCopy()
 	rest.Selector = nil
 	return append(steps, rest)
+}
+
+// stepOf is the index of the step st is at. With partitionBy the step is remembered by its label
+// value: a value that appears later (sorting before it) shifts the indexes, not the rollout.
+func stepOf(ru *v1alpha1.RollingUpdate, steps []v1alpha1.RolloutStep, st *v1alpha1.RolloutStatus) int {
+	if ru != nil && ru.PartitionBy != "" && st.Partition != "" {
+		if i := slices.IndexFunc(steps, func(s v1alpha1.RolloutStep) bool { return partitionOf(ru.PartitionBy, s) == st.Partition }); i >= 0 {
+			return i
+		}
+	}
+	return st.Step
 }
 
 // partitionOf is the label value a partitionBy step selects ("" for the step of the rest).

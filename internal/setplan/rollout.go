@@ -107,13 +107,12 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	prefix, _ := fleet.SplitTag(up.Tag)
 	targets := make([]rollout.Target, 0, len(result.Targets))
 	for _, t := range result.Targets {
-		rt := rollout.Target{Name: t.Name, Labels: labels[t.Cluster], Blocked: wait(t.Cluster)}
+		rt := rollout.Target{Labels: labels[t.Cluster]}
 		if pd := byName[t.Name]; pd != nil {
-			rt.Current, rt.LastHealthy = place(pd, variant, prefix)
-			rt.Healthy = healthyPin(pd)
-			rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
+			rt = RolloutTarget(pd, variant, prefix, labels[t.Cluster])
 			keep(pd)
 		}
+		rt.Name, rt.Blocked = t.Name, wait(t.Cluster)
 		if rt.Blocked != "" && rt.Current != up.Tag {
 			waiting[t.Name] = rt.Blocked
 		}
@@ -154,6 +153,17 @@ func Decide(in generate.Inputs, owned []v1alpha1.PackageDeployment, result gener
 	}
 	d.Rollout, d.Recheck = next.Status, next.Recheck
 	return d
+}
+
+// RolloutTarget is how a rollout sees the set's deployment pd on a cluster with labels: the
+// blueprint revision it runs (tags start with prefix, e.g. "free5gc-upf/"), whether it is healthy
+// there, since when, and where a rollback returns it. Decide and the dashboard both read targets
+// through it.
+func RolloutTarget(pd *v1alpha1.PackageDeployment, variant bool, prefix string, labels map[string]string) rollout.Target {
+	rt := rollout.Target{Name: pd.Name, Labels: labels, Healthy: healthyPin(pd)}
+	rt.Current, rt.LastHealthy = place(pd, variant, prefix)
+	rt.Since, _ = time.Parse(time.RFC3339, pd.Annotations[AnnotationPinnedAt])
+	return rt
 }
 
 // place is where a rollout counts pd: the blueprint revision (tag) it runs and the last one that

@@ -95,6 +95,9 @@ func start(crdDirs ...string) (*Env, error) {
 		// envtest waits 10 s for the CRDs to be served by default: too short on 2 cores while
 		// other test binaries start their own API servers (make test runs packages in parallel).
 		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
+		// The same for the API server's own start (default 20 s): test/fleet starts four at once.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -88,10 +89,24 @@ func run(m *testing.M) int {
 		for i, w := range workloads {
 			w.DumpLogs(os.Stderr, clusters[i])
 		}
+		dumpErrors()
 	}
 	if err := stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
 	return code
+}
+
+// dumpErrors prints the last errors the flotilla controllers logged, to see why a story failed
+// (FLOTILLA_TEST_LOG=1 shows every line as it is logged).
+func dumpErrors() {
+	var errs []string
+	for _, l := range strings.Split(testenv.Logs(), "\n") {
+		if strings.Contains(l, "\tERROR\t") {
+			errs = append(errs, l)
+		}
+	}
+	errs = errs[max(len(errs)-40, 0):]
+	fmt.Fprintf(os.Stderr, "--- flotilla: last %d errors\n%s\n", len(errs), strings.Join(errs, "\n"))
 }

@@ -14,24 +14,26 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 )
 
-// wait bounds every Eventually: generous, since four API servers, six Flux controllers and the
-// manager share two cores; the stories themselves finish in seconds per step.
-const wait = 2 * time.Minute
+// wait bounds every Eventually, also one that spans several rollout steps: generous, since four
+// API servers, six Flux controllers and the manager share two cores with whatever else runs
+// there (with a load of 40 a step took up to a minute); idle, a step takes seconds.
+const wait = 4 * time.Minute
 
-// Health timeouts. A step that is healthy takes about 6 s on an idle machine and up to 35 s with
-// the four stories and another workload on two cores: revisions that become healthy roll out
-// with healthTimeout, which no healthy step reaches, so a loaded machine cannot halt them. A
-// revision meant to fail gets failAfter, set with the revision: long enough for Flux to apply it
-// first (up to 30 s when loaded), and each failure costs that long.
+// Health timeouts. Revisions that become healthy roll out with healthTimeout, which no healthy
+// step reaches, so a loaded machine cannot halt them. A revision meant to fail gets failAfter,
+// set with the revision: long enough for Flux to apply it first (6 s idle, 30 s and more with a
+// load of 30 on two cores), and each failure costs that long.
 const (
 	healthTimeout = wait
-	failAfter     = time.Minute
+	failAfter     = 90 * time.Second
 )
 
 // story is one story's world: a namespace of its own on all four API servers (flotilla's objects
@@ -100,8 +102,9 @@ func (s *story) logf(format string, args ...any) {
 }
 
 // retire stops the story's load on the shared servers once it is over: its clusters are
-// suspended (flotilla stops applying to them) and its namespace is deleted from the workload
-// servers, so Flux stops polling its git server every 2 s while the other stories run.
+// suspended (flotilla stops applying to them) and its Flux objects are deleted from the workload
+// servers, so Flux stops polling its git server every 2 s while the other stories run. (Deleting
+// the namespace would not do: envtest runs no namespace controller.)
 func (s *story) retire() {
 	for _, name := range clusters {
 		c := &v1alpha1.WorkloadCluster{}
@@ -115,8 +118,15 @@ func (s *story) retire() {
 		}
 	}
 	for _, c := range workloadClients() {
-		if err := c.Delete(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); client.IgnoreNotFound(err) != nil {
-			s.t.Logf("delete namespace %s: %v", s.ns, err)
+		for _, gvk := range []schema.GroupVersionKind{
+			{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"},
+			{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"},
+		} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			if err := c.DeleteAllOf(s.ctx, u, client.InNamespace(s.ns)); err != nil {
+				s.t.Logf("delete the %ss of %s: %v", gvk.Kind, s.ns, err)
+			}
 		}
 	}
 }

@@ -126,8 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	planner := setplan.Planner{Git: r.Git, Exec: r.Exec}
 	out, err := planner.Plan(ctx, reader{r}, set, owned, r.now())
+	before := set.Status.Rollout
 	if out.Decided {
-		r.recordRollout(set, set.Status.Rollout, out.Rollout)
 		set.Status.Rollout = out.Rollout
 		set.Status.Revision, set.Status.Promotion = out.Inputs.Upstream.Tag, out.Promotion
 	}
@@ -146,9 +146,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	result, changes := out.Result, out.Changes
 	conflicts, err := r.apply(ctx, changes)
 	if err != nil {
+		// The rollout's decision stands only with its pins written: a rollback is decided once
+		// (the rollout is halted after it), so a status recording it without them would leave
+		// the targets on the revision that failed. With the previous status the retry decides
+		// again.
+		set.Status.Rollout = before
 		// Reported for this generation, so clusters waiting for the set publish what exists.
 		conditions.Progressing(&set.Status.Conditions, set.Generation, "ApplyFailed", fmt.Sprintf("writing deployments: %v; retrying", err))
 		return ctrl.Result{}, err
+	}
+	if out.Decided {
+		r.recordRollout(set, before, out.Rollout)
 	}
 	result.Problems = append(result.Problems, conflicts...)
 	setProgress(set, result, owned, !changes.Empty(), out.Waiting)

@@ -387,7 +387,8 @@ function renderCluster(d, r, out) {
       h('span', {}, 'engine ', h('b', {}, c.engine)),
       h('span', {}, 'approval ', h('b', {}, c.approval)),
       c.suspend ? h('span', {}, h('b', {}, 'suspended')) : null,
-      c.deployedPackages ? h('span', {}, 'deployed-packages ', h('b', {}, c.deployedPackages.tag), ' ', h('code', {}, short(c.deployedPackages.commit))) : h('span', {}, 'nothing published yet')),
+      c.deployedPackages ? h('span', {}, 'deployed-packages ', h('b', {}, c.deployedPackages.tag), ' ', h('code', {}, short(c.deployedPackages.commit))) : h('span', {}, 'nothing published yet'),
+      d.sets.length ? h('span', {}, 'sets ', d.sets.map((s, i) => [i ? ', ' : '', h('a', { href: '#/rollouts?namespace=' + encodeURIComponent(c.namespace) }, s)])) : null),
     c.labels ? h('div', { class: 'labels', 'aria-label': 'Labels' }, Object.entries(c.labels).map(([k, v]) => h('span', { class: 'label' }, k + '=' + v))) : null);
   if (c.own && c.own.reason && c.own.health !== 'Healthy') out.append(h('p', { class: 'message' }, reasonLine(c.own)));
 

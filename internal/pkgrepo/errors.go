@@ -59,6 +59,11 @@ var (
 	// ErrHostKeyMismatch: the ssh server presented a key known_hosts does not
 	// list for it.
 	ErrHostKeyMismatch = errors.New("ssh host key mismatch")
+	// ErrRemoteEmptied: the remote advertised no branches or tags although the
+	// mirror fetched some before. An empty answer is taken for a server fault
+	// (a proxy that gives up with an empty 200, a server being restored), not
+	// as every package and revision deleted at once: the mirror keeps its refs.
+	ErrRemoteEmptied = errors.New("remote advertised no refs")
 	// ErrCertificateUntrusted: the https server's certificate does not verify
 	// against the system's CAs and the CA bundle given.
 	ErrCertificateUntrusted = errors.New("server certificate not trusted")

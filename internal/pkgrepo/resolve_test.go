@@ -3,10 +3,12 @@ package pkgrepo_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,5 +321,76 @@ func TestReadsFetchOncePerMaxAge(t *testing.T) {
 	}
 	if _, err := store.Refresh(ctx, remote); err == nil {
 		t.Errorf("Refresh with the remote gone succeeded: it must always fetch")
+	}
+}
+
+// TestEmptyAnswerKeepsTheMirror: a server that suddenly advertises no refs (one being restored,
+// or a proxy sending the request to a fresh repository) is taken for a fault when the repository
+// had refs before: the fetch fails with ErrRemoteEmptied, the mirror keeps its refs, exact
+// revisions still resolve, and the next good answer is used as usual.
+func TestEmptyAnswerKeepsTheMirror(t *testing.T) {
+	var empty atomic.Bool
+	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if empty.Load() {
+				r.URL.Path = strings.Replace(r.URL.Path, "/catalog.git/", "/void.git/", 1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	srv.CreateRepo(t, "void")
+	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "catalog")}
+	dir := srv.Dir("catalog")
+	store := pkgrepo.NewStore(t.TempDir())
+	store.RefreshInterval = 1 // every read fetches
+	ctx := context.Background()
+
+	// Empty from the start is a new repository, not a fault.
+	empty.Store(true)
+	if _, err := store.Refresh(ctx, remote); err != nil {
+		t.Fatalf("Refresh of a repository that never had refs: %v", err)
+	}
+	empty.Store(false)
+
+	v1 := gittest.Commit(t, dir, "app", map[string]string{"app/Kptfile": kptfile}, "app/v1")
+	before, err := store.Refresh(ctx, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Resolve(ctx, remote, "app", "v1"); err != nil {
+		t.Fatal(err)
+	}
+
+	empty.Store(true)
+	_, err = store.Refresh(ctx, remote)
+	if !errors.Is(err, pkgrepo.ErrRemoteEmptied) {
+		t.Fatalf("Refresh against an empty answer = %v; want ErrRemoteEmptied", err)
+	}
+	if !strings.Contains(err.Error(), "push a branch") {
+		t.Errorf("error %q does not say how to start the repository over", err)
+	}
+	if _, err := store.Resolve(ctx, remote, "app", "latest"); !errors.Is(err, pkgrepo.ErrRemoteEmptied) {
+		t.Errorf("Resolve latest against an empty answer = %v; want ErrRemoteEmptied", err)
+	}
+	if rev, err := store.Resolve(ctx, remote, "app", "v1"); err != nil || rev.Commit != v1 {
+		t.Errorf("Resolve v1 against an empty answer = %+v, %v; want commit %s", rev, err, v1)
+	}
+
+	empty.Store(false)
+	after, err := store.Refresh(ctx, remote)
+	if err != nil || after.RefsDigest != before.RefsDigest {
+		t.Errorf("Refresh after the server recovered = %+v, %v; want the refs of before (%s)", after, err, before.RefsDigest)
+	}
+
+	// Starting over on purpose: a branch pushed to the emptied repository is a real answer, and
+	// the tags it no longer has are dropped.
+	if out, err := exec.Command("git", "-C", dir, "tag", "-d", "app/v1").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := store.Refresh(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Resolve(ctx, remote, "app", "latest"); !errors.Is(err, pkgrepo.ErrPackageNotFound) {
+		t.Errorf("Resolve latest after the tag was deleted = %v; want ErrPackageNotFound", err)
 	}
 }

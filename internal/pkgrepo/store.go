@@ -241,8 +241,16 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		if err := m.clearRefs(); err != nil {
-			return fmt.Errorf("fetch %s: %w", ep.display, err)
+		// A repository that never had refs is a new one (a cluster repository before its first
+		// publish). One that had them and now advertises none is refused: clearing the mirror
+		// would make every package vanish, and every pin with it, on one bad answer.
+		had, rerr := m.refs("refs/")
+		if rerr != nil {
+			return fmt.Errorf("fetch %s: %w", ep.display, rerr)
+		}
+		if len(had) > 0 {
+			return &RemoteError{Op: "fetch", Target: ep.display, Kind: ErrRemoteEmptied,
+				Msg: fmt.Sprintf("the server advertised no branches or tags, though %d were fetched before; flotilla keeps them and retries (to start the repository over, push a branch to it)", len(had))}
 		}
 	default:
 		return wrapTransport("fetch", ep, err)
@@ -272,21 +280,6 @@ func (m *mirror) remote(ep endpoint) *git.Remote {
 		URLs:  []string{ep.url},
 		Fetch: mirrorRefSpecs,
 	})
-}
-
-// clearRefs removes all branches and tags: the remote has none.
-func (m *mirror) clearRefs() error {
-	refs, err := m.refs("refs/")
-	if err != nil {
-		return err
-	}
-	for name := range refs {
-		if err := m.repo.Storer.RemoveReference(name); err != nil {
-			return err
-		}
-	}
-	m.forget()
-	return nil
 }
 
 // refs returns the hash references whose name starts with prefix.

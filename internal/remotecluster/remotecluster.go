@@ -23,19 +23,34 @@ import (
 // ErrKubeconfig is wrapped by every error about a cluster's kubeconfig Secret.
 var ErrKubeconfig = errors.New("kubeconfig secret")
 
+// KubeconfigMaxAge is how long a working client is used before its kubeconfig Secret is read
+// again. Secrets are never watched or cached (the controller may only get them), so without it
+// every health read would be a Secret read from the management API server: at 10,000 deployments
+// and the default 10 s health interval, 1,000 requests a second. A request to the workload
+// cluster that fails makes the next use read the Secret at once, so a fixed or rotated kubeconfig
+// is picked up as soon as the old one stops working, and a working one within this long.
+const KubeconfigMaxAge = 5 * time.Minute
+
 // Clients caches one client per cluster; a changed kubeconfig replaces it. Safe for concurrent
 // use.
 type Clients struct {
 	// Policy is what a kubeconfig Secret may ask for beyond embedded data; set it before first use.
 	Policy Policy
 
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
 	mu      sync.Mutex
 	clients map[client.ObjectKey]entry
 }
 
 type entry struct {
-	sum    [sha256.Size]byte
-	client client.Client
+	sum [sha256.Size]byte
+	// ref is the Secret and key the kubeconfig came from, read at secretRead (zero: read it
+	// again before the next use, after a failed request).
+	ref        v1alpha1.SecretKeyReference
+	secretRead time.Time
+	client     client.Client
 	// discovery asks the workload cluster's API server for its version.
 	discovery discovery.ServerVersionInterface
 	// lists caches recent lists of sync objects, so health is read with one request per cluster,
@@ -53,36 +68,47 @@ type cachedList struct {
 	items map[string]*unstructured.Unstructured
 }
 
+func (c *Clients) clock() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
 // For returns the client of cluster, which must have spec.kubeConfigSecretRef. The Secret is
-// read with reader (uncached) from the cluster's namespace.
+// read with reader (uncached) from the cluster's namespace when the client was built from another
+// Secret or key, more than KubeconfigMaxAge ago, or before a request that failed.
 func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster) (client.Client, error) {
-	ref := cluster.Spec.KubeConfigSecretRef
-	key := ref.Key
-	if key == "" {
-		key = "value"
+	ref := *cluster.Spec.KubeConfigSecretRef
+	if ref.Key == "" {
+		ref.Key = "value"
 	}
-	var secret corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w %s/%s not found", ErrKubeconfig, cluster.Namespace, ref.Name)
-		}
-		return nil, fmt.Errorf("read %w %s/%s: %w", ErrKubeconfig, cluster.Namespace, ref.Name, err)
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	if e, ok := c.clients[id]; ok && e.ref == ref && !e.secretRead.IsZero() && c.clock().Sub(e.secretRead) < KubeconfigMaxAge {
+		c.mu.Unlock()
+		return e.client, nil
 	}
-	data, ok := secret.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("%w %s/%s has no key %q", ErrKubeconfig, cluster.Namespace, ref.Name, key)
+	c.mu.Unlock()
+
+	data, err := readKubeconfig(ctx, reader, cluster.Namespace, ref)
+	if err != nil {
+		// A Secret deleted or emptied revokes the client at once.
+		c.Forget(id)
+		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	id := client.ObjectKeyFromObject(cluster)
-
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.clients[id]; ok && e.sum == sum {
+		e.ref, e.secretRead = ref, c.clock()
+		c.clients[id] = e
 		return e.client, nil
 	}
 	cfg, err := c.Policy.RESTConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, key, err)
+		delete(c.clients, id)
+		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, ref.Key, err)
 	}
 	cl, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -95,8 +121,36 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
-	c.clients[id] = entry{sum: sum, client: cl, discovery: dc}
+	c.clients[id] = entry{sum: sum, ref: ref, secretRead: c.clock(), client: cl, discovery: dc}
 	return cl, nil
+}
+
+func readKubeconfig(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
+	var secret corev1.Secret
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w %s/%s not found", ErrKubeconfig, namespace, ref.Name)
+		}
+		return nil, fmt.Errorf("read %w %s/%s: %w", ErrKubeconfig, namespace, ref.Name, err)
+	}
+	data, ok := secret.Data[ref.Key]
+	if !ok {
+		return nil, fmt.Errorf("%w %s/%s has no key %q", ErrKubeconfig, namespace, ref.Name, ref.Key)
+	}
+	return data, nil
+}
+
+// Failed records that a request to the cluster failed: its kubeconfig Secret is read again before
+// the next use, in case it was fixed or rotated. Callers that use the client from For report
+// their failures here; Get and Version do it themselves.
+func (c *Clients) Failed(cluster *v1alpha1.WorkloadCluster) {
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.clients[id]; ok {
+		e.secretRead = time.Time{}
+		c.clients[id] = e
+	}
 }
 
 // Version returns the Kubernetes version of the workload cluster's API server, e.g. v1.33.1.
@@ -109,6 +163,7 @@ func (c *Clients) Version(ctx context.Context, reader client.Reader, cluster *v1
 	c.mu.Unlock()
 	v, err := dc.ServerVersion()
 	if err != nil {
+		c.Failed(cluster)
 		return "", fmt.Errorf("read the version of workload cluster %s: %w", cluster.Name, err)
 	}
 	return v.GitVersion, nil
@@ -117,20 +172,22 @@ func (c *Clients) Version(ctx context.Context, reader client.Reader, cluster *v1
 // Get returns the object of gvk named namespace/name in the workload cluster (nil if it does not
 // exist), from a list of that kind and namespace no older than maxAge.
 func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace, name string, maxAge time.Duration) (*unstructured.Unstructured, error) {
-	cl, err := c.For(ctx, reader, cluster)
-	if err != nil {
-		return nil, err
-	}
 	id, key := client.ObjectKeyFromObject(cluster), listKey{gvk: gvk, namespace: namespace}
 	c.mu.Lock()
 	cached, ok := c.clients[id].lists[key]
 	c.mu.Unlock()
-	if ok && time.Since(cached.at) < maxAge {
+	// A fresh list answers without a request, and without reading the Secret either.
+	if ok && c.clock().Sub(cached.at) < maxAge {
 		return cached.items[name], nil
+	}
+	cl, err := c.For(ctx, reader, cluster)
+	if err != nil {
+		return nil, err
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := cl.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		c.Failed(cluster)
 		return nil, fmt.Errorf("list %s in workload cluster %s: %w", gvk.Kind, cluster.Name, err)
 	}
 	items := make(map[string]*unstructured.Unstructured, len(list.Items))
@@ -142,7 +199,7 @@ func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alph
 		if e.lists == nil {
 			e.lists = map[listKey]cachedList{}
 		}
-		e.lists[key] = cachedList{at: time.Now(), items: items}
+		e.lists[key] = cachedList{at: c.clock(), items: items}
 		c.clients[id] = e
 	}
 	c.mu.Unlock()

@@ -216,7 +216,11 @@ func (r *Reconciler) facts(ctx context.Context, cluster *v1alpha1.WorkloadCluste
 	if cm := cluster.Spec.FactsConfigMap; cm != nil {
 		site = *cm
 	}
-	return facts.Read(ctx, remote, version, site)
+	f, err := facts.Read(ctx, remote, version, site)
+	if err != nil {
+		r.Clients.Failed(cluster)
+	}
+	return f, err
 }
 
 // factsDue reports whether the cluster's facts are due to be read (and marks them read now).
@@ -272,7 +276,9 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	if err != nil {
 		return err
 	}
-	_, err = bootstrap.Apply(ctx, remote, objs)
+	if _, err = bootstrap.Apply(ctx, remote, objs); err != nil {
+		r.Clients.Failed(cluster)
+	}
 	return err
 }
 

@@ -29,6 +29,10 @@ type Options struct {
 	// RolloutSteps, when not 0, adds two rollout phases: set s-00 rolls out v2→v1 and back in
 	// that many steps (the clusters labelled into as many waves, partitionBy).
 	RolloutSteps int
+	// Idle, when not 0, measures this long of nothing changing after the last phase. Over HTTP
+	// every cluster gets a kubeconfig (one workload API server for all) and the Flux engine, so
+	// health is read back; over file:// not (Flux cannot sync file:// repositories).
+	Idle time.Duration
 	// Transport is how the controller, the git floor and the local mode reach every repository:
 	// TransportHTTP (default) or TransportFile.
 	Transport string
@@ -73,6 +77,8 @@ type Report struct {
 	// steps in Rollout and Forward.
 	RolloutPhase, ForwardPhase Phase
 	Rollout, Forward           Rollout
+	// Idle is the idle window (Options.Idle).
+	Idle Idle
 	// PeakRSS is the controller's VmHWM at the end of the run.
 	PeakRSS int64
 	// CacheBytes is the size of the controller's git mirrors (--cache-dir) at the end.
@@ -108,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps}}
+	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps, health: o.Idle > 0 && o.Transport == TransportHTTP}}
 	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir, Transport: o.Transport}
 	return b.report, b.run(ctx)
 }
@@ -141,6 +147,10 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("rollout steps must be between 0 and min(clusters, 100)")
 	case o.Transport != TransportHTTP && o.Transport != TransportFile:
 		return o, fmt.Errorf("transport %q: want %s or %s", o.Transport, TransportHTTP, TransportFile)
+	case o.Idle < 0:
+		return o, fmt.Errorf("idle must not be negative")
+	case o.Idle > 0 && o.RolloutSteps > 0:
+		return o, fmt.Errorf("--idle and --rollout-steps run apart: the rollout phases take a cluster as healthy once published (no kubeconfig), while --idle reads health back from a workload API server where no GitOps agent makes it healthy, so a rollout would halt at its first step")
 	case o.Workers < 1:
 		return o, fmt.Errorf("workers must be at least 1")
 	case len(o.Controller) == 0:

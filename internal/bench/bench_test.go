@@ -165,6 +165,55 @@ func TestBenchFileTransport(t *testing.T) {
 	}
 }
 
+// TestBenchIdle measures an idle window with health read back from a workload API server: the
+// controller lists each cluster's Flux objects there, and writes nothing to flotilla's objects or
+// to git while nothing changes.
+func TestBenchIdle(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	report, err := Run(ctx, Options{
+		Clusters:   2,
+		Packages:   1,
+		Idle:       20 * time.Second,
+		Timeout:    2 * time.Minute,
+		Dir:        t.TempDir(),
+		Controller: []string{buildFlotilla(t), "bench", "controller"},
+		Progress:   &progress,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
+	}
+	idle := report.Idle
+	if idle.Duration < 20*time.Second || total(idle.WorkloadRequests) < 2 || idle.ControllerCPU.total() <= 0 {
+		t.Errorf("idle %+v: want 20 s measured, health read from both clusters and the controller's CPU", idle)
+	}
+	for kind, w := range idle.Writes {
+		if w.Status+w.Meta+w.Spec != 0 {
+			t.Errorf("idle: %s written %+v with nothing changing", kind, w)
+		}
+	}
+	if idle.Published != 0 {
+		t.Errorf("idle: %v deployed-packages revisions published with nothing changing", idle.Published)
+	}
+	var out bytes.Buffer
+	if err := report.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"controller CPU, % of one core", "requests/s to the management API server",
+		"requests per workload cluster per health interval", "git requests per Repository per spec.interval", "writes to flotilla's objects"} {
+		if !strings.Contains(out.String(), "\n"+row) {
+			t.Errorf("table has no row %q:\n%s", row, out.String())
+		}
+	}
+	if _, err := Run(ctx, Options{Clusters: 1, Packages: 1, Idle: time.Second, RolloutSteps: 1, Controller: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "--rollout-steps") {
+		t.Errorf("--idle with --rollout-steps: %v, want a refusal that says why", err)
+	}
+}
+
 // buildFlotilla builds cmd/flotilla, whose hidden `bench controller` is the controller the bench
 // runs as a child process.
 func buildFlotilla(t *testing.T) string {

@@ -30,7 +30,15 @@ type fleet struct {
 	clusters, packages, sets int
 	// waves, when not 0, labels the clusters into that many waves for the rollout phases.
 	waves int
+	// health gives every cluster a kubeconfig (the Secret workloadSecret, one workload API
+	// server for all) and the Flux engine with its objects in a namespace of the cluster's name,
+	// so flotilla bootstraps each cluster and reads its health back without two clusters writing
+	// one object.
+	health bool
 }
+
+// workloadSecret holds the kubeconfig of the workload API server (--idle).
+const workloadSecret = "workload-kubeconfig"
 
 func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
 func (f fleet) set(i int) string     { return fmt.Sprintf("s-%02d", i) }
@@ -77,14 +85,20 @@ func (f fleet) objects(catalogURL string, clusterURL func(cluster string) string
 		objs = append(objs, repository(f.cluster(i), clusterURL(f.cluster(i))))
 	}
 	for i := range f.clusters {
-		objs = append(objs, &v1alpha1.WorkloadCluster{
+		c := &v1alpha1.WorkloadCluster{
 			TypeMeta:   typeMeta("WorkloadCluster"),
 			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: f.labelWaves(i, fleetLabel)},
 			Spec: v1alpha1.WorkloadClusterSpec{
 				Repository: v1alpha1.LocalObjectReference{Name: f.cluster(i)},
 				Approval:   v1alpha1.ApprovalAutomatic,
 			},
-		})
+		}
+		if f.health {
+			c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: workloadSecret, Key: "value"}
+			c.Spec.Sync.Engine = v1alpha1.EngineFlux
+			c.Spec.Sync.Flux = &v1alpha1.FluxSync{Namespace: f.cluster(i)}
+		}
+		objs = append(objs, c)
 	}
 	for s := range f.sets {
 		objs = append(objs, &v1alpha1.PackageSet{

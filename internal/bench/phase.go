@@ -40,11 +40,13 @@ type Phase struct {
 
 // snapshot is the state of the counters at a phase boundary.
 type snapshot struct {
-	git     repoStats
-	cpu     cpuTimes
-	server  cpuTimes
-	bench   cpuTimes
-	metrics samples
+	git    repoStats
+	cpu    cpuTimes
+	server cpuTimes
+	// workload is the workload API server's (--idle), apart from server
+	workload cpuTimes
+	bench    cpuTimes
+	metrics  samples
 	// requests to the cluster repositories and the catalog
 	requests, catalog githttp.Requests
 }
@@ -55,7 +57,7 @@ func (b *run) snapshot(ctx context.Context) (snapshot, error) {
 	if s.git, err = statRepos(b.repos, b.f.clusterNames()); err != nil {
 		return s, err
 	}
-	s.server = childrenCPU("kube-apiserver", "etcd")
+	s.server, s.workload = pidsCPU(b.serverPIDs), pidsCPU(b.workloadPIDs)
 	if _, _, self, err := procStat(os.Getpid()); err == nil {
 		s.bench = self
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,10 +76,9 @@ func peakRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
 }
 
-// childrenCPU sums the CPU of this process's children named in names (the envtest kube-apiserver
-// and etcd).
-func childrenCPU(names ...string) cpuTimes {
-	var sum cpuTimes
+// childPIDs are the bench's child processes named one of names.
+func childPIDs(names ...string) map[int]bool {
+	pids := map[int]bool{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	self := os.Getpid()
 	for _, d := range dirs {
@@ -86,15 +86,24 @@ func childrenCPU(names ...string) cpuTimes {
 		if err != nil {
 			continue
 		}
-		ppid, comm, cpu, err := procStat(pid)
+		ppid, comm, _, err := procStat(pid)
 		if err != nil || ppid != self {
 			continue
 		}
-		for _, n := range names {
-			if comm == n {
-				sum.Self += cpu.Self
-				sum.Children += cpu.Children
-			}
+		if slices.Contains(names, comm) {
+			pids[pid] = true
+		}
+	}
+	return pids
+}
+
+// pidsCPU sums the CPU of the processes pids that still run.
+func pidsCPU(pids map[int]bool) cpuTimes {
+	var sum cpuTimes
+	for pid := range pids {
+		if _, _, cpu, err := procStat(pid); err == nil {
+			sum.Self += cpu.Self
+			sum.Children += cpu.Children
 		}
 	}
 	return sum

@@ -133,7 +133,7 @@ func (r *Report) Print(w io.Writer) error {
 			}
 		}
 	}
-	return nil
+	return r.printIdle(w)
 }
 
 // print writes a rollout's steps: the time each took to publish, and the controller's gap before

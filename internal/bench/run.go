@@ -36,12 +36,15 @@ type run struct {
 	catalogURL string
 	repos      string // the cluster repositories the controller writes
 	env        *testenv.Env
-	kubeconfig string
-	c          client.WithWatch
-	t          *tracker
-	ctrl       *controllerProc
-	last       snapshot // at the end of the previous phase
-	start      time.Time
+	workload   *testenv.Env // the workload API server (--idle), nil without
+	// serverPIDs are the management kube-apiserver and etcd, workloadPIDs the workload one's.
+	serverPIDs, workloadPIDs map[int]bool
+	kubeconfig               string
+	c                        client.WithWatch
+	t                        *tracker
+	ctrl                     *controllerProc
+	last                     snapshot // at the end of the previous phase
+	start                    time.Time
 }
 
 func (b *run) run(ctx context.Context) error {
@@ -59,6 +62,9 @@ func (b *run) run(ctx context.Context) error {
 	defer func() {
 		cancel() // the watches first, so they do not retry against a stopped server
 		_ = b.env.Stop()
+		if b.workload != nil {
+			_ = b.workload.Stop()
+		}
 	}()
 	r := b.report
 	var err error
@@ -78,6 +84,11 @@ func (b *run) run(ctx context.Context) error {
 	}
 	if b.f.waves > 0 {
 		if err := b.rolloutPhases(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.Idle > 0 {
+		if r.Idle, err = b.idle(ctx); err != nil {
 			return err
 		}
 	}
@@ -132,15 +143,30 @@ func (b *run) setup(ctx context.Context) error {
 		return fmt.Errorf("start the API server: %w", err)
 	}
 	b.env = env
-	if err := b.connect(ctx); err != nil {
+	b.serverPIDs = childPIDs("kube-apiserver", "etcd")
+	stop := func() {
 		_ = env.Stop()
+		if b.workload != nil {
+			_ = b.workload.Stop()
+		}
+	}
+	if err := b.connect(ctx); err != nil {
+		stop()
 		return err
 	}
 	objs := b.f.objects(b.catalogURL, func(c string) string { return b.url(repoDir(b.repos, c)) }, func(int) string { return "v1" })
+	if b.f.health {
+		secret, err := b.startWorkload(ctx)
+		if err != nil {
+			stop()
+			return err
+		}
+		objs = append(objs, secret)
+	}
 	b.progressf("creating %d objects...", len(objs))
 	start := time.Now()
 	if err := b.create(ctx, objs); err != nil {
-		_ = env.Stop()
+		stop()
 		return err
 	}
 	b.report.Create, b.report.Repositories = time.Since(start), b.f.clusters+1

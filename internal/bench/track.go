@@ -21,6 +21,7 @@ const (
 	phaseBump                        // one set's blueprint moves v1→v2
 	phaseRollout                     // the same set rolls out v2→v1 step by step (--rollout-steps)
 	phaseRolloutForward              // and v1→v2 again
+	phaseIdle                        // nothing changes (--idle)
 	numPhases
 )
 

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/internal/githttp"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+)
+
+// Defaults the idle figures are measured against: the controller's --health-interval and a
+// Repository's spec.interval (the bench sets neither).
+const (
+	defaultHealthInterval = 10 * time.Second
+	defaultRepoInterval   = time.Minute
+)
+
+// Idle is what the controller did over Options.Idle after the fleet converged, with nothing
+// changing and health read back from every cluster.
+type Idle struct {
+	Duration time.Duration
+	// ControllerCPU is the controller's (its git children apart); ServerCPU that of the
+	// management kube-apiserver + etcd, WorkloadCPU that of the workload API server.
+	ControllerCPU, ServerCPU, WorkloadCPU cpuTimes
+	// APIRequests and WorkloadRequests are the controller's requests to the management API
+	// server and to the workload API server, by method (rest_client_requests_total).
+	APIRequests, WorkloadRequests map[string]float64
+	// Requests and CatalogRequests are the git requests to the cluster repositories and the
+	// catalog (zero over file://).
+	Requests, CatalogRequests githttp.Requests
+	Writes                    map[string]writeStats
+	Reconciles                map[string]float64
+	Published, Unchanged      float64
+}
+
+// startWorkload starts the workload API server every cluster's kubeconfig points at, with a
+// namespace per cluster for its Flux objects, and returns the Secret with its kubeconfig.
+func (b *run) startWorkload(ctx context.Context) (*corev1.Secret, error) {
+	b.progressf("starting the workload API server (health read back from %d clusters)...", b.f.clusters)
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start the workload API server: %w", err)
+	}
+	b.workload = env
+	b.workloadPIDs = map[int]bool{}
+	for pid := range childPIDs("kube-apiserver", "etcd") {
+		if !b.serverPIDs[pid] {
+			b.workloadPIDs[pid] = true
+		}
+	}
+	kc, err := env.AdminKubeconfig("flotilla-workload")
+	if err != nil {
+		return nil, err
+	}
+	names := b.f.clusterNames()
+	err = parallelN(len(names), 16, func(i int) error {
+		return env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the clusters' namespaces on the workload API server: %w", err)
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: workloadSecret, Namespace: namespace},
+		Data:       map[string][]byte{"value": kc},
+	}, nil
+}
+
+// idle waits until the writes settled, then measures Options.Idle of nothing changing.
+func (b *run) idle(ctx context.Context) (Idle, error) {
+	res := Idle{Duration: b.o.Idle}
+	// Health read after the last phase may still change a condition once (a new revision's sync
+	// objects are read for the first time): one health interval and a quiet period first.
+	deadline := time.Now().Add(b.o.Timeout)
+	b.settle(deadline)
+	time.Sleep(defaultHealthInterval)
+	b.settle(deadline)
+	b.t.setPhase(phaseIdle)
+	before, err := b.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	b.progressf("idle: %s with nothing changing...", b.o.Idle)
+	t0 := time.Now()
+	tick := time.NewTicker(b.o.ProgressInterval)
+	defer tick.Stop()
+	for time.Since(t0) < b.o.Idle {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-tick.C:
+		case <-time.After(b.o.Idle - time.Since(t0)):
+		}
+		if err := b.ctrl.exited(); err != nil {
+			return res, err
+		}
+		if cpu, err := b.ctrl.cpu(); err == nil && time.Since(t0) < b.o.Idle {
+			b.progressf("idle %5.0fs/%.0fs  controller CPU %.1fs in the window", time.Since(t0).Seconds(), b.o.Idle.Seconds(), cpu.sub(before.cpu).total())
+		}
+	}
+	after, err := b.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(t0)
+	res.ControllerCPU, res.ServerCPU, res.WorkloadCPU = after.cpu.sub(before.cpu), after.server.sub(before.server), after.workload.sub(before.workload)
+	res.Requests, res.CatalogRequests = after.requests.Sub(before.requests), after.catalog.Sub(before.catalog)
+	m := after.metrics.delta(before.metrics)
+	res.APIRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.env)+`"`)
+	res.WorkloadRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.workload)+`"`)
+	res.Reconciles = map[string]float64{}
+	for _, c := range []string{"packageset", "packagedeployment", "workloadcluster", "repository"} {
+		res.Reconciles[c] = m.sum("controller_runtime_reconcile_total", `controller="`+c+`"`)
+	}
+	res.Published = m.sum("flotilla_publish_total", `result="published"`)
+	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
+	res.Writes = map[string]writeStats{}
+	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
+		res.Writes[k] = b.t.writeStats(k, phaseIdle)
+	}
+	b.last = after
+	return res, nil
+}
+
+// hostOf is host:port of env's API server, as client-go's metrics label it.
+func hostOf(env *testenv.Env) string {
+	if env == nil {
+		return ""
+	}
+	if u, err := url.Parse(env.Config.Host); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return env.Config.Host
+}
+
+// byMethod sums the series of name whose labels include every one of labels, by their method
+// label.
+func (m samples) byMethod(name string, labels ...string) map[string]float64 {
+	out := map[string]float64{}
+	for series, v := range m {
+		n, rest, _ := strings.Cut(series, "{")
+		if n != name {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(rest, l)
+		}
+		_, method, found := strings.Cut(rest, `method="`)
+		if !ok || !found {
+			continue
+		}
+		method, _, _ = strings.Cut(method, `"`)
+		out[method] += v
+	}
+	return out
+}
+
+func total(m map[string]float64) float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// print writes the idle figures against the targets of issue 24.
+func (r *Report) printIdle(w io.Writer) error {
+	d := r.Idle
+	secs := d.Duration.Seconds()
+	if secs <= 0 {
+		return nil
+	}
+	health := "health read back from every cluster (one workload API server, a namespace per cluster)"
+	if r.Transport != TransportHTTP {
+		health = "health not read back (Flux cannot sync file:// repositories: run --transport http for it)"
+	}
+	fmt.Fprintf(w, "\nidle %s after convergence, %s, controller defaults (--health-interval %s, Repository spec.interval %s)\n",
+		d.Duration.Round(time.Second), health, defaultHealthInterval, defaultRepoInterval)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tMEASURED\tTARGET")
+	fmt.Fprintf(tw, "controller CPU, %% of one core (self + git)\t%.2f %% (%.1f + %.1f s)\t≤ 5 %%\n",
+		100*d.ControllerCPU.total()/secs, d.ControllerCPU.Self, d.ControllerCPU.Children)
+	fmt.Fprintf(tw, "requests/s to the management API server\t%.2f (%s)\t≤ 20\n", total(d.APIRequests)/secs, methods(d.APIRequests))
+	intervals := secs / defaultHealthInterval.Seconds()
+	fmt.Fprintf(tw, "requests per workload cluster per health interval\t%.2f (%s)\t≤ 1\n",
+		total(d.WorkloadRequests)/float64(r.Clusters)/intervals, methods(d.WorkloadRequests))
+	if r.Transport == TransportHTTP {
+		all := d.Requests.Add(d.CatalogRequests)
+		repoIntervals := secs / defaultRepoInterval.Seconds()
+		fmt.Fprintf(tw, "git requests per Repository per spec.interval\t%.2f (%d requests: %s over %d repositories)\t≤ 1\n",
+			float64(all.Total())/float64(r.Repositories)/repoIntervals, all.Total(), requestsPer(all, 1), r.Repositories)
+	} else {
+		fmt.Fprintf(tw, "git requests per Repository per spec.interval\t- (file://)\t≤ 1\n")
+	}
+	var writes []string
+	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
+		s := d.Writes[k]
+		writes = append(writes, fmt.Sprintf("%s %d", k, s.Status+s.Meta+s.Spec))
+	}
+	fmt.Fprintf(tw, "writes to flotilla's objects\t%s\t0\n", strings.Join(writes, ", "))
+	fmt.Fprintf(tw, "deployed-packages publishes (published, unchanged)\t%.0f, %.0f\t0 published\n", d.Published, d.Unchanged)
+	c := d.Reconciles
+	fmt.Fprintf(tw, "reconciles set/deployment/cluster/repo\t%.0f/%.0f/%.0f/%.0f\t\n", c["packageset"], c["packagedeployment"], c["workloadcluster"], c["repository"])
+	fmt.Fprintf(tw, "kube-apiserver + etcd CPU, %% of one core: management, workload\t%.2f %%, %.2f %%\t\n",
+		100*d.ServerCPU.total()/secs, 100*d.WorkloadCPU.total()/secs)
+	return tw.Flush()
+}
+
+func methods(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
+		if v, ok := m[k]; ok && v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+		}
+	}
+	for k, v := range m {
+		if !strings.Contains("GET LIST WATCH POST PUT PATCH DELETE", k) && v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -145,21 +145,11 @@ func hostOf(env *testenv.Env) string {
 // label.
 func (m samples) byMethod(name string, labels ...string) map[string]float64 {
 	out := map[string]float64{}
-	for series, v := range m {
-		n, rest, _ := strings.Cut(series, "{")
-		if n != name {
-			continue
+	for rest, v := range m.matching(name, labels) {
+		if _, method, found := strings.Cut(rest, `method="`); found {
+			method, _, _ = strings.Cut(method, `"`)
+			out[method] += v
 		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(rest, l)
-		}
-		_, method, found := strings.Cut(rest, `method="`)
-		if !ok || !found {
-			continue
-		}
-		method, _, _ = strings.Cut(method, `"`)
-		out[method] += v
 	}
 	return out
 }

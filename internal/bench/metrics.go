@@ -37,6 +37,16 @@ func parseSamples(r io.Reader) (samples, error) {
 // sum adds the series of metric name whose labels include every one of labels (`key="value"`).
 func (m samples) sum(name string, labels ...string) float64 {
 	var total float64
+	for _, v := range m.matching(name, labels) {
+		total += v
+	}
+	return total
+}
+
+// matching are the series of metric name whose labels include every one of labels, by their
+// labels (the part between the braces).
+func (m samples) matching(name string, labels []string) map[string]float64 {
+	out := map[string]float64{}
 	for series, v := range m {
 		n, rest, _ := strings.Cut(series, "{")
 		if n != name {
@@ -47,10 +57,10 @@ func (m samples) sum(name string, labels ...string) float64 {
 			ok = ok && strings.Contains(rest, l)
 		}
 		if ok {
-			total += v
+			out[rest] = v
 		}
 	}
-	return total
+	return out
 }
 
 // delta is after minus before, per series (a series missing before counts from zero).

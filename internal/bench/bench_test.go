@@ -199,6 +199,11 @@ func TestBenchIdle(t *testing.T) {
 	if idle.Published != 0 {
 		t.Errorf("idle: %v deployed-packages revisions published with nothing changing", idle.Published)
 	}
+	// The root sync objects are applied once; a cluster reconcile (the Repository's poll after
+	// the last push brings one) does not apply them again when they did not change.
+	if n := idle.WorkloadRequests["PATCH"]; n != 0 {
+		t.Errorf("idle: %v applies to the workload API server with nothing changing", n)
+	}
 	var out bytes.Buffer
 	if err := report.Print(&out); err != nil {
 		t.Fatal(err)

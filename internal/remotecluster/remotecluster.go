@@ -140,6 +140,14 @@ func readKubeconfig(ctx context.Context, reader client.Reader, namespace string,
 	return data, nil
 }
 
+// Identity is the digest of the kubeconfig the cluster's current client was built from (zero
+// when there is none): what was applied through one client need not be applied again through it.
+func (c *Clients) Identity(cluster *v1alpha1.WorkloadCluster) [sha256.Size]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clients[client.ObjectKeyFromObject(cluster)].sum
+}
+
 // Failed records that a request to the cluster failed: its kubeconfig Secret is read again before
 // the next use, in case it was fixed or rotated. Callers that use the client from For report
 // their failures here; Get and Version do it themselves.

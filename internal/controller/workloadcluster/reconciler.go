@@ -5,6 +5,7 @@ package workloadcluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -52,6 +53,15 @@ type Reconciler struct {
 	published   map[client.ObjectKey]publishedDigest
 	// factsRead remembers when each cluster's facts were last read.
 	factsRead map[client.ObjectKey]time.Time
+	// applied remembers, per cluster, what bootstrap last applied (the objects, through which
+	// kubeconfig) and when, so an unchanged root sync object is applied again only every
+	// bootstrapResync, not on every reconcile.
+	applied map[client.ObjectKey]appliedRoot
+}
+
+type appliedRoot struct {
+	digest [sha256.Size]byte
+	at     time.Time
 }
 
 // DefaultFactsInterval is how often a cluster's facts are read by default.
@@ -264,6 +274,7 @@ func (r *Reconciler) forget(key client.ObjectKey) {
 	defer r.publishedMu.Unlock()
 	delete(r.published, key)
 	delete(r.factsRead, key)
+	delete(r.applied, key)
 }
 
 // bootstrap applies the cluster's root sync object in the workload cluster.
@@ -276,10 +287,29 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	if err != nil {
 		return err
 	}
+	identity := r.Clients.Identity(cluster)
+	digest := sha256.Sum256(append(append([]byte{}, identity[:]...), objs...))
+	key := client.ObjectKeyFromObject(cluster)
+	r.publishedMu.Lock()
+	last, ok := r.applied[key]
+	r.publishedMu.Unlock()
+	if ok && last.digest == digest && time.Since(last.at) < bootstrapResync {
+		return nil
+	}
 	if _, err = bootstrap.Apply(ctx, remote, objs); err != nil {
 		r.Clients.Failed(cluster)
+		r.publishedMu.Lock()
+		delete(r.applied, key)
+		r.publishedMu.Unlock()
+		return err
 	}
-	return err
+	r.publishedMu.Lock()
+	if r.applied == nil {
+		r.applied = map[client.ObjectKey]appliedRoot{}
+	}
+	r.applied[key] = appliedRoot{digest: digest, at: time.Now()}
+	r.publishedMu.Unlock()
+	return nil
 }
 
 // pendingRecheck is how long a cluster waits for a PackageSet its reconciler has not processed

@@ -1,0 +1,92 @@
+package controller_test
+
+import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// TestRootSyncObjectsAreAppliedOnce: a cluster reconcile that changes nothing does not apply its
+// root sync objects again (at 1,000 clusters every reconcile was two applies to a workload
+// cluster); a change of what they say is applied at once. The workload cluster is the test API
+// server behind a proxy that counts the applies.
+func TestRootSyncObjectsAreAppliedOnce(t *testing.T) {
+	f := newFixture(t)
+	var applies atomic.Int32
+	target, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Header.Del("Authorization") },
+		Transport: transport,
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			applies.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := workloadKubeconfig(t, func(_ *clientcmdapi.Config, user *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) {
+		cluster.Server = srv.URL
+		cluster.CertificateAuthorityData = pemCertificate(srv)
+		*user = clientcmdapi.AuthInfo{Token: "proxy"}
+	})
+
+	f.repository("catalog")
+	f.repository("edge01")
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kubeconfig}})
+	c := f.cluster(func(c *v1alpha1.WorkloadCluster) {
+		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}
+		// Flux objects in the test's own namespace: no other test applies them.
+		c.Spec.Sync.Engine = v1alpha1.EngineFlux
+		c.Spec.Sync.Flux = &v1alpha1.FluxSync{Namespace: f.ns}
+	})
+	f.deployment("edge01-nginx", "nginx-hello", "v1")
+	f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionBootstrapped, metav1.ConditionTrue, "Applied")
+	f.clusterWith(ConsistOf(HaveField("Deployment", "edge01-nginx")))
+	time.Sleep(3 * time.Second) // let the reconciles of the publish play out
+	applied := applies.Load()
+	f.g.Expect(applied).To(BeNumerically(">=", 2), "the GitRepository and the Kustomization")
+
+	// Reconciles that change nothing: the annotation brings the cluster back each time.
+	for i := range 3 {
+		f.g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		before := c.DeepCopy()
+		c.SetAnnotations(map[string]string{"test/poke": string(rune('a' + i))})
+		f.g.Expect(env.Client.Patch(f.ctx, c, client.MergeFrom(before))).To(Succeed())
+		time.Sleep(2 * time.Second)
+	}
+	f.g.Expect(applies.Load()).To(Equal(applied), "root sync objects applied again with nothing changed")
+
+	// A change of what they say is applied at once.
+	f.g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+	before := c.DeepCopy()
+	c.Spec.Sync.Flux.Interval = &metav1.Duration{Duration: 5 * time.Minute}
+	f.g.Expect(env.Client.Patch(f.ctx, c, client.MergeFrom(before))).To(Succeed())
+	f.g.Eventually(applies.Load, time.Minute, 200*time.Millisecond).Should(BeNumerically(">", applied))
+}
+
+// pemCertificate is the test server's certificate, PEM-encoded, for a kubeconfig's CA data.
+func pemCertificate(srv *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}

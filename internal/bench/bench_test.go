@@ -18,26 +18,13 @@ import (
 // floor runs, and the table has every row. It asserts what was reached, never how fast (STYLE.md:
 // benchmarks are not timed assertions).
 func TestBenchTinyFleet(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	report, err := Run(ctx, Options{
+	report, progress := runBench(t, Options{
 		Clusters:         3,
 		Packages:         2,
 		RolloutSteps:     3,
-		Timeout:          2 * time.Minute,
-		Dir:              t.TempDir(),
-		Controller:       []string{buildFlotilla(t), "bench", "controller"},
 		CPUProfile:       filepath.Join(t.TempDir(), "cpu.pprof"),
-		Progress:         &progress,
 		ProgressInterval: time.Second,
 	})
-	if err != nil {
-		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
-	}
 	commits := 0
 	for _, p := range []Phase{report.Cold, report.Bump, report.RolloutPhase, report.ForwardPhase} {
 		if !p.Done || p.Converged != 3 {
@@ -115,8 +102,8 @@ func TestBenchTinyFleet(t *testing.T) {
 	if !strings.Contains(out.String(), "3/3") {
 		t.Errorf("table does not report 3/3 clusters converged:\n%s", out.String())
 	}
-	if !strings.Contains(progress.String(), "converged 3/3 clusters") {
-		t.Errorf("progress never reported convergence:\n%s", progress.String())
+	if !strings.Contains(progress, "converged 3/3 clusters") {
+		t.Errorf("progress never reported convergence:\n%s", progress)
 	}
 	t.Logf("report:\n%s", out.String())
 }
@@ -125,24 +112,11 @@ func TestBenchTinyFleet(t *testing.T) {
 // --allow-local-repositories): it converges, the floor runs over file:// too, and the table says
 // which transport and that no requests were counted.
 func TestBenchFileTransport(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	report, err := Run(ctx, Options{
-		Clusters:   2,
-		Packages:   1,
-		Transport:  TransportFile,
-		Timeout:    2 * time.Minute,
-		Dir:        t.TempDir(),
-		Controller: []string{buildFlotilla(t), "bench", "controller"},
-		Progress:   &progress,
+	report, _ := runBench(t, Options{
+		Clusters:  2,
+		Packages:  1,
+		Transport: TransportFile,
 	})
-	if err != nil {
-		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
-	}
 	for _, p := range []Phase{report.Cold, report.Bump} {
 		if !p.Done || p.Converged != 2 || p.Git.Commits != 2 {
 			t.Errorf("%s: converged %d/2 (done %v), %d commits, want every cluster and one commit each", p.Name, p.Converged, p.Done, p.Git.Commits)
@@ -169,24 +143,11 @@ func TestBenchFileTransport(t *testing.T) {
 // controller lists each cluster's Flux objects there, and writes nothing to flotilla's objects or
 // to git while nothing changes.
 func TestBenchIdle(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	report, err := Run(ctx, Options{
-		Clusters:   2,
-		Packages:   1,
-		Idle:       20 * time.Second,
-		Timeout:    2 * time.Minute,
-		Dir:        t.TempDir(),
-		Controller: []string{buildFlotilla(t), "bench", "controller"},
-		Progress:   &progress,
+	report, _ := runBench(t, Options{
+		Clusters: 2,
+		Packages: 1,
+		Idle:     20 * time.Second,
 	})
-	if err != nil {
-		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
-	}
 	idle := report.Idle
 	if idle.Duration < 20*time.Second || total(idle.WorkloadRequests) < 2 || idle.ControllerCPU.total() <= 0 {
 		t.Errorf("idle %+v: want 20 s measured, health read from both clusters and the controller's CPU", idle)
@@ -199,8 +160,8 @@ func TestBenchIdle(t *testing.T) {
 	if idle.Published != 0 {
 		t.Errorf("idle: %v deployed-packages revisions published with nothing changing", idle.Published)
 	}
-	// The root sync objects are applied once; a cluster reconcile (the Repository's poll after
-	// the last push brings one) does not apply them again when they did not change.
+	// Nothing to apply while nothing changes (TestRootSyncObjectsAreAppliedOnce forces the
+	// reconciles that used to re-apply; this window need not contain one).
 	if n := idle.WorkloadRequests["PATCH"]; n != 0 {
 		t.Errorf("idle: %v applies to the workload API server with nothing changing", n)
 	}
@@ -214,9 +175,29 @@ func TestBenchIdle(t *testing.T) {
 			t.Errorf("table has no row %q:\n%s", row, out.String())
 		}
 	}
-	if _, err := Run(ctx, Options{Clusters: 1, Packages: 1, Idle: time.Second, RolloutSteps: 1, Controller: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "--rollout-steps") {
+	if _, err := Run(context.Background(), Options{Clusters: 1, Packages: 1, Idle: time.Second, RolloutSteps: 1, Controller: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "--rollout-steps") {
 		t.Errorf("--idle with --rollout-steps: %v, want a refusal that says why", err)
 	}
+}
+
+// runBench runs the bench on a small fleet with the controller built from this checkout, each
+// phase bounded to 2 minutes, and fails the test when it fails; it returns the report and the
+// progress lines.
+func runBench(t *testing.T, o Options) (*Report, string) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/k8s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	o.Timeout, o.Dir, o.Progress = 2*time.Minute, t.TempDir(), &progress
+	o.Controller = []string{buildFlotilla(t), "bench", "controller"}
+	report, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
+	}
+	return report, progress.String()
 }
 
 // buildFlotilla builds cmd/flotilla, whose hidden `bench controller` is the controller the bench

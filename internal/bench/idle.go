@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,15 +14,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
+	repositoryctrl "github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/githttp"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
-// Defaults the idle figures are measured against: the controller's --health-interval and a
-// Repository's spec.interval (the bench sets neither).
+// The idle figures are measured against the controller's default --health-interval and a
+// Repository's default spec.interval: the bench sets neither.
 const (
-	defaultHealthInterval = 10 * time.Second
-	defaultRepoInterval   = time.Minute
+	defaultHealthInterval = packagedeployment.DefaultHealthInterval
+	defaultRepoInterval   = repositoryctrl.DefaultInterval
 )
 
 // Idle is what the controller did over Options.Idle after the fleet converged, with nothing
@@ -116,10 +120,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	m := after.metrics.delta(before.metrics)
 	res.APIRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.env)+`"`)
 	res.WorkloadRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.workload)+`"`)
-	res.Reconciles = map[string]float64{}
-	for _, c := range []string{"packageset", "packagedeployment", "workloadcluster", "repository"} {
-		res.Reconciles[c] = m.sum("controller_runtime_reconcile_total", `controller="`+c+`"`)
-	}
+	res.Reconciles = reconcileCounts(m)
 	res.Published = m.sum("flotilla_publish_total", `result="published"`)
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
 	res.Writes = map[string]writeStats{}
@@ -206,18 +207,10 @@ func (r *Report) printIdle(w io.Writer) error {
 }
 
 func methods(m map[string]float64) string {
-	if len(m) == 0 {
-		return "none"
-	}
 	var parts []string
-	for _, k := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
-		if v, ok := m[k]; ok && v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
-		}
-	}
-	for k, v := range m {
-		if !strings.Contains("GET LIST WATCH POST PUT PATCH DELETE", k) && v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
 		}
 	}
 	if len(parts) == 0 {

@@ -97,10 +97,7 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	res.ControllerCPU, res.ServerCPU, res.BenchCPU = after.cpu.sub(b.last.cpu), after.server.sub(b.last.server), after.bench.sub(b.last.bench)
 	res.Requests, res.CatalogRequests = after.requests.Sub(b.last.requests), after.catalog.Sub(b.last.catalog)
 	m := after.metrics.delta(b.last.metrics)
-	res.Reconciles = map[string]float64{}
-	for _, c := range []string{"packageset", "packagedeployment", "workloadcluster", "repository"} {
-		res.Reconciles[c] = m.sum("controller_runtime_reconcile_total", `controller="`+c+`"`)
-	}
+	res.Reconciles = reconcileCounts(m)
 	res.Published = m.sum("flotilla_publish_total", `result="published"`)
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
 	res.Failed = m.sum("flotilla_publish_total", `result="failed"`)
@@ -111,6 +108,15 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	}
 	b.last = after
 	return res, waitErr
+}
+
+// reconcileCounts are the reconciles of each of flotilla's controllers in m.
+func reconcileCounts(m samples) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range []string{"packageset", "packagedeployment", "workloadcluster", "repository"} {
+		out[c] = m.sum("controller_runtime_reconcile_total", `controller="`+c+`"`)
+	}
+	return out
 }
 
 // converge waits until every cluster converged, printing progress.

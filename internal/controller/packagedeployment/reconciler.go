@@ -197,8 +197,12 @@ func (r *Reconciler) healthInterval() time.Duration {
 	if r.HealthInterval > 0 {
 		return r.HealthInterval
 	}
-	return 10 * time.Second
+	return DefaultHealthInterval
 }
+
+// DefaultHealthInterval is how often health is re-read when HealthInterval is not set (the
+// controller's --health-interval default).
+const DefaultHealthInterval = 10 * time.Second
 
 // waitingFor returns the dependency the cluster holds pd back for (fleet.Hold), "" when none: pd
 // is not published, and a deployment it depends on is not published either and has no pin the

@@ -129,8 +129,11 @@ func interval(repo *v1alpha1.Repository) time.Duration {
 	if d := repo.Spec.Interval; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return time.Minute
+	return DefaultInterval
 }
+
+// DefaultInterval is how often a Repository without spec.interval is fetched.
+const DefaultInterval = time.Minute
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

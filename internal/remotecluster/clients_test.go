@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -31,11 +32,10 @@ func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
-// TestKubeconfigSecretIsReadOncePerMaxAge: health reads (one list per interval) do not read the
-// kubeconfig Secret each time; a working client is kept for KubeconfigMaxAge, a failed request
-// makes the next use read the Secret at once (a fixed kubeconfig is used without waiting), and a
-// deleted Secret revokes the client.
-func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
+// startAPIServer starts a kube-apiserver and etcd for the test (skipped without the binaries), and
+// returns an admin client of it.
+func startAPIServer(t *testing.T) (*envtest.Environment, *rest.Config, client.Client) {
+	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is unset: run with make test")
 	}
@@ -49,6 +49,15 @@ func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, cfg, admin
+}
+
+// TestKubeconfigSecretIsReadOncePerMaxAge: health reads (one list per interval) do not read the
+// kubeconfig Secret each time; a working client is kept for KubeconfigMaxAge, a failed request
+// makes the next use read the Secret at once (a fixed kubeconfig is used without waiting), and a
+// deleted Secret revokes the client.
+func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
+	env, _, admin := startAPIServer(t)
 	user, err := env.AddUser(envtest.User{Name: "workload", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)

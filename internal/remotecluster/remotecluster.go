@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -42,6 +43,9 @@ type Clients struct {
 
 	mu      sync.Mutex
 	clients map[client.ObjectKey]entry
+	// lists caches recent lists of sync objects by cluster, so health is read with one request
+	// per cluster, kind and namespace per interval however many deployments the cluster has.
+	lists map[client.ObjectKey]map[listKey]cachedList
 }
 
 type entry struct {
@@ -53,9 +57,6 @@ type entry struct {
 	client     client.Client
 	// discovery asks the workload cluster's API server for its version.
 	discovery discovery.ServerVersionInterface
-	// lists caches recent lists of sync objects, so health is read with one request per cluster,
-	// kind and namespace per interval however many deployments the cluster has.
-	lists map[listKey]cachedList
 }
 
 type listKey struct {
@@ -63,9 +64,14 @@ type listKey struct {
 	namespace string
 }
 
+// cachedList is a list's answer: its objects by name, or why it failed. A failure is kept as
+// long as objects are: while a cluster is unreachable its deployments share one failed request
+// (and one Secret read) per interval instead of making one each.
 type cachedList struct {
 	at    time.Time
+	ref   v1alpha1.SecretKeyReference // the kubeconfig the answer came through
 	items map[string]*unstructured.Unstructured
+	err   error
 }
 
 func (c *Clients) clock() time.Time {
@@ -79,10 +85,7 @@ func (c *Clients) clock() time.Time {
 // read with reader (uncached) from the cluster's namespace when the client was built from another
 // Secret or key, more than KubeconfigMaxAge ago, or before a request that failed.
 func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster) (client.Client, error) {
-	ref := *cluster.Spec.KubeConfigSecretRef
-	if ref.Key == "" {
-		ref.Key = "value"
-	}
+	ref := kubeconfigRef(cluster)
 	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
 	if e, ok := c.clients[id]; ok && e.ref == ref && !e.secretRead.IsZero() && c.clock().Sub(e.secretRead) < KubeconfigMaxAge {
@@ -110,11 +113,16 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 		delete(c.clients, id)
 		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, ref.Key, err)
 	}
-	cl, err := client.New(cfg, client.Options{})
+	// One HTTP client (one transport, one connection pool) for objects and discovery alike.
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http client for cluster %s: %w", id, err)
+	}
+	cl, err := client.New(cfg, client.Options{HTTPClient: hc})
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", id, err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for cluster %s: %w", id, err)
 	}
@@ -122,7 +130,18 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 		c.clients = map[client.ObjectKey]entry{}
 	}
 	c.clients[id] = entry{sum: sum, ref: ref, secretRead: c.clock(), client: cl, discovery: dc}
+	// What the old kubeconfig answered may be another cluster's objects.
+	delete(c.lists, id)
 	return cl, nil
+}
+
+// kubeconfigRef is the Secret and key of the cluster's kubeconfig, the key defaulted.
+func kubeconfigRef(cluster *v1alpha1.WorkloadCluster) v1alpha1.SecretKeyReference {
+	ref := *cluster.Spec.KubeConfigSecretRef
+	if ref.Key == "" {
+		ref.Key = "value"
+	}
+	return ref
 }
 
 func readKubeconfig(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
@@ -178,40 +197,89 @@ func (c *Clients) Version(ctx context.Context, reader client.Reader, cluster *v1
 }
 
 // Get returns the object of gvk named namespace/name in the workload cluster (nil if it does not
-// exist), from a list of that kind and namespace no older than maxAge.
+// exist), from a list of that kind and namespace (or its failure) no older than maxAge, read
+// through the cluster's current kubeconfig reference.
 func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace, name string, maxAge time.Duration) (*unstructured.Unstructured, error) {
 	id, key := client.ObjectKeyFromObject(cluster), listKey{gvk: gvk, namespace: namespace}
 	c.mu.Lock()
-	cached, ok := c.clients[id].lists[key]
+	cached, ok := c.lists[id][key]
 	c.mu.Unlock()
 	// A fresh list answers without a request, and without reading the Secret either.
-	if ok && c.clock().Sub(cached.at) < maxAge {
-		return cached.items[name], nil
+	if ok && cached.ref == kubeconfigRef(cluster) && c.clock().Sub(cached.at) < maxAge {
+		return cached.items[name], cached.err
 	}
+	l := c.list(ctx, reader, cluster, key)
+	return l.items[name], l.err
+}
+
+// Poll lists gvk in namespace of the workload cluster now, keeps the answer for Get, and says
+// what changed since the answer it replaces: the names whose object appeared, went or has
+// another resourceVersion, or all when there was no earlier answer or the failure changed (the
+// list failed, recovered, or fails with another error), since then every object's health did.
+func (c *Clients) Poll(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace string) (changed map[string]bool, all bool) {
+	id, key := client.ObjectKeyFromObject(cluster), listKey{gvk: gvk, namespace: namespace}
+	c.mu.Lock()
+	before, ok := c.lists[id][key]
+	c.mu.Unlock()
+	now := c.list(ctx, reader, cluster, key)
+	switch {
+	case !ok || before.ref != now.ref || (before.err == nil) != (now.err == nil):
+		return nil, true
+	case now.err != nil:
+		return nil, before.err.Error() != now.err.Error()
+	}
+	changed = map[string]bool{}
+	for name, obj := range now.items {
+		if was, ok := before.items[name]; !ok || was.GetResourceVersion() != obj.GetResourceVersion() {
+			changed[name] = true
+		}
+	}
+	for name := range before.items {
+		if _, ok := now.items[name]; !ok {
+			changed[name] = true
+		}
+	}
+	return changed, false
+}
+
+// list lists key in the workload cluster and keeps the answer, a failure included, unless the
+// caller gave up (ctx done): that says nothing about the cluster.
+func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey) cachedList {
+	l := cachedList{ref: kubeconfigRef(cluster)}
+	l.items, l.err = c.listNow(ctx, reader, cluster, key)
+	if l.err != nil && ctx.Err() != nil {
+		return l
+	}
+	l.at = c.clock()
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lists == nil {
+		c.lists = map[client.ObjectKey]map[listKey]cachedList{}
+	}
+	if c.lists[id] == nil {
+		c.lists[id] = map[listKey]cachedList{}
+	}
+	c.lists[id][key] = l
+	return l
+}
+
+func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey) (map[string]*unstructured.Unstructured, error) {
 	cl, err := c.For(ctx, reader, cluster)
 	if err != nil {
 		return nil, err
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := cl.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
+	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
 		c.Failed(cluster)
-		return nil, fmt.Errorf("list %s in workload cluster %s: %w", gvk.Kind, cluster.Name, err)
+		return nil, fmt.Errorf("list %s in workload cluster %s: %w", key.gvk.Kind, cluster.Name, err)
 	}
 	items := make(map[string]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
 		items[list.Items[i].GetName()] = &list.Items[i]
 	}
-	c.mu.Lock()
-	if e, ok := c.clients[id]; ok {
-		if e.lists == nil {
-			e.lists = map[listKey]cachedList{}
-		}
-		e.lists[key] = cachedList{at: c.clock(), items: items}
-		c.clients[id] = e
-	}
-	c.mu.Unlock()
-	return items[name], nil
+	return items, nil
 }
 
 // Forget drops the client of a cluster that is gone.
@@ -219,4 +287,5 @@ func (c *Clients) Forget(id client.ObjectKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.clients, id)
+	delete(c.lists, id)
 }

@@ -37,13 +37,18 @@ type Reconciler struct {
 	Git       fleet.Git
 	// Clients reach workload clusters with spec.kubeConfigSecretRef, for health feedback.
 	Clients *remotecluster.Clients
-	// HealthInterval is how often health is re-read from a workload cluster (default 10s).
+	// HealthInterval is how often health is re-read from a workload cluster (default 10s): one
+	// list per cluster, kind and namespace, and a reconcile only for what changed.
 	HealthInterval time.Duration
 	// Workers is how many deployments are reconciled at once (at least 1).
 	Workers int
 
 	deferredMu sync.Mutex
 	deferred   map[client.ObjectKey]deferral
+
+	// poller follows each published deployment's sync object in its workload cluster and brings
+	// the deployment back when it changes: health is read without a reconcile per interval.
+	poller *remotecluster.Poller
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch
@@ -52,6 +57,13 @@ type Reconciler struct {
 
 // Reconcile resolves the deployment's pin and reports where it is published.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	// Only a deployment whose health was just read is followed in its workload cluster.
+	followed := false
+	defer func() {
+		if !followed {
+			r.poller.Unwatch(req.NamespacedName)
+		}
+	}()
 	pd := &v1alpha1.PackageDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -119,7 +131,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	setSynced(pd, r.health(ctx, pd, cluster))
-	return ctrl.Result{RequeueAfter: r.healthInterval()}, nil
+	// No requeue: the poller lists the cluster's sync objects every health interval and brings
+	// this deployment back when its sync object changes or the cluster stops (or resumes)
+	// answering. Health is a function of that object alone.
+	ref := pd.Status.SyncObject
+	r.poller.Watch(req.NamespacedName, cluster, remotecluster.Target{
+		GVK: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), Namespace: ref.Namespace, Name: ref.Name})
+	followed = true
+	return ctrl.Result{}, nil
 }
 
 // statusDeferral is how long a new (or changed) deployment waits for its cluster to publish its
@@ -183,7 +202,8 @@ func (r *Reconciler) deferredPin(pd *v1alpha1.PackageDeployment) *v1alpha1.Resol
 func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) health.Result {
 	ref := pd.Status.SyncObject
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, gvk, ref.Namespace, ref.Name, r.healthInterval())
+	// The poller refreshes the list every interval: twice that is only reached when it is late.
+	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, gvk, ref.Namespace, ref.Name, 2*r.healthInterval())
 	switch {
 	case err != nil:
 		return health.Result{Reason: remotecluster.Reason(err, "ClusterUnreachable"), Message: err.Error()}

@@ -3,27 +3,45 @@ package packagedeployment
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/controller/enqueue"
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 )
 
 // SetupWithManager registers the reconciler: a deployment is reconciled when it changes, when its
 // cluster changes (status: what is published), when a repository it reads changes (new tags) and
-// when a deployment its dependsOn names appears, moves to another cluster or goes.
+// when a deployment its dependsOn names appears, moves to another cluster or goes, and when the
+// poller sees its sync object change in the workload cluster (health).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	changed := make(chan event.GenericEvent)
+	r.poller = &remotecluster.Poller{Clients: r.Clients, Reader: r.APIReader, Interval: r.healthInterval(),
+		Notify: func(ctx context.Context, key client.ObjectKey) {
+			pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+			select {
+			case changed <- event.GenericEvent{Object: pd}:
+			case <-ctx.Done():
+			}
+		}}
+	if err := mgr.Add(r.poller); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PackageDeployment{}, builder.WithPredicates(enqueue.NotStatusOnly())).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
 		Watches(&v1alpha1.PackageDeployment{}, handler.EnqueueRequestsFromMapFunc(r.forDependency), builder.WithPredicates(enqueue.NotStatusOnly())).
+		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("packagedeployment").
 		Complete(r)

@@ -1,0 +1,225 @@
+package remotecluster
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// TestPollerNotifiesOnlyWhatChanged: four watchers follow four ConfigMaps (one absent) of a
+// workload cluster, a real API server behind a proxy that counts the requests and can fail them.
+// The cluster is listed once per interval whatever the number of watchers; nobody is notified
+// while nothing changes; a changed, created or deleted object notifies its watcher only; a cluster
+// that stops answering notifies everyone once (not every interval), and answers the watchers'
+// reads from the failed list without a request; recovery notifies everyone once; a cluster nobody
+// watches any more is not listed.
+func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
+	_, cfg, admin := startAPIServer(t)
+	var lists atomic.Int32
+	var failing atomic.Bool
+	srv := countingProxy(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
+			lists.Add(1)
+		}
+		if failing.Load() {
+			http.Error(w, "the test says no", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kubeconfig := proxyKubeconfig(t, srv)
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": kubeconfig}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default"}}
+	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+
+	const interval = 500 * time.Millisecond
+	clients := &Clients{}
+	var mu sync.Mutex
+	var notified []string
+	p := &Poller{Clients: clients, Reader: admin, Interval: interval, Notify: func(_ context.Context, w client.ObjectKey) {
+		mu.Lock()
+		defer mu.Unlock()
+		notified = append(notified, w.Name)
+	}}
+	// take returns (and clears) who was notified since the last call, sorted.
+	take := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		got := notified
+		notified = nil
+		sort.Strings(got)
+		return got
+	}
+	configMaps := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	// As a deployment does: read its object, then follow it.
+	for _, name := range []string{"a", "b", "c", "absent"} {
+		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); err != nil {
+			t.Fatal(err)
+		}
+		p.Watch(client.ObjectKey{Namespace: "team", Name: "w-" + name}, cluster, Target{GVK: configMaps, Namespace: "default", Name: name})
+	}
+	read := lists.Load()
+	go func() { _ = p.Start(ctx) }()
+
+	// quiet waits n intervals and checks that nobody was notified and the cluster was listed at
+	// most once per interval.
+	quiet := func(n int, when string) {
+		t.Helper()
+		before := lists.Load()
+		time.Sleep(time.Duration(n) * interval)
+		if got := take(); len(got) != 0 {
+			t.Fatalf("%s: notified %v with nothing changed", when, got)
+		}
+		if got := lists.Load() - before; got > int32(n)+1 {
+			t.Fatalf("%s: %d lists in %d intervals, want at most one per interval", when, got, n)
+		}
+	}
+	// expect waits for exactly want to be notified.
+	expect := func(when string, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * interval)
+		var got []string
+		for time.Now().Before(deadline) && len(got) < len(want) {
+			time.Sleep(interval / 5)
+			got = append(got, take()...)
+		}
+		time.Sleep(2 * interval) // anyone else would be notified by now
+		got = append(got, take()...)
+		sort.Strings(got)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: notified %v, want %v", when, got, want)
+		}
+	}
+
+	quiet(6, "after the watches began")
+	if lists.Load() < read+4 {
+		t.Fatalf("the poller listed the cluster %d times in 6 intervals", lists.Load()-read)
+	}
+
+	update := func(name string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"status": time.Now().String()}
+		if err := admin.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update("b")
+	expect("b changed", "w-b")
+	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("absent created", "w-absent")
+	if err := admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("a deleted", "w-a")
+	// An object nobody follows changes: nobody is told.
+	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unfollowed", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	quiet(4, "an unfollowed object created")
+
+	failing.Store(true)
+	expect("the cluster stopped answering", "w-a", "w-absent", "w-b", "w-c")
+	quiet(4, "the cluster still not answering")
+	// Every watcher's read is answered from the failed list: no request per deployment.
+	before := lists.Load()
+	for _, name := range []string{"a", "b", "c", "absent"} {
+		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); err == nil {
+			t.Fatalf("read of %s succeeded while the cluster does not answer", name)
+		}
+	}
+	if got := lists.Load() - before; got > 1 {
+		t.Fatalf("4 reads of a failing cluster made %d lists, want at most the poller's own", got)
+	}
+	failing.Store(false)
+	expect("the cluster answers again", "w-a", "w-absent", "w-b", "w-c")
+
+	for _, name := range []string{"a", "b", "c", "absent"} {
+		p.Unwatch(client.ObjectKey{Namespace: "team", Name: "w-" + name})
+	}
+	time.Sleep(interval) // a poll under way finishes
+	before = lists.Load()
+	update("c")
+	time.Sleep(4 * interval)
+	if got := lists.Load() - before; got != 0 {
+		t.Fatalf("a cluster nobody watches was listed %d times", got)
+	}
+	if got := take(); len(got) != 0 {
+		t.Fatalf("notified %v after every watch ended", got)
+	}
+}
+
+// countingProxy serves the API server of cfg over TLS; intercept sees each request first and
+// answers it itself when it returns true.
+func countingProxy(t *testing.T, cfg *rest.Config, intercept func(http.ResponseWriter, *http.Request) bool) *httptest.Server {
+	t.Helper()
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Header.Del("Authorization") },
+		Transport: transport,
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !intercept(w, r) {
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// proxyKubeconfig is a kubeconfig for srv, trusting its certificate, with a token the proxy drops.
+func proxyKubeconfig(t *testing.T, srv *httptest.Server) []byte {
+	t.Helper()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	out, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"w": {Server: srv.URL, CertificateAuthorityData: ca}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"w": {Token: "proxy"}},
+		Contexts:       map[string]*clientcmdapi.Context{"w": {Cluster: "w", AuthInfo: "w"}},
+		CurrentContext: "w",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -28,7 +28,7 @@ type Poller struct {
 	Notify func(ctx context.Context, watcher client.ObjectKey)
 
 	mu       sync.Mutex
-	ctx      context.Context                      // set by Start
+	ctx      context.Context                       // set by Start
 	watchers map[client.ObjectKey]client.ObjectKey // watcher → cluster
 	clusters map[client.ObjectKey]*polled
 }

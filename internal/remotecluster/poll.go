@@ -15,9 +15,11 @@ import (
 
 // Poller reads back the objects that watchers (deployments) follow in their workload clusters:
 // one list per cluster, kind and namespace every Interval however many watchers a cluster has,
-// and a call to Notify only for a watcher whose object changed (appeared, went, or has a new
-// resourceVersion) or whose cluster's answer did (the list failed, recovered, or fails with
-// another error). A quiet fleet costs one request per cluster per interval and no reconcile.
+// and a call to Notify only for a watcher whose object is not what it last read (Seen: it
+// appeared, went, or has another resourceVersion, or the cluster failed, recovered, or fails
+// with another error). A quiet fleet costs one request per cluster per interval and no reconcile.
+// Comparing with what each watcher read, not with the previous list, loses no change that lands
+// between a watcher's read and its Watch.
 // It is a manager Runnable: it polls while it runs (on the leader, as the reconcilers do).
 type Poller struct {
 	Clients *Clients
@@ -33,10 +35,12 @@ type Poller struct {
 	clusters map[client.ObjectKey]*polled
 }
 
-// Target is the object a watcher follows in its workload cluster.
+// Target is the object a watcher follows in its workload cluster, and what the watcher last
+// read of it (Seen).
 type Target struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string
+	Seen            string
 }
 
 type polled struct {
@@ -144,11 +148,11 @@ func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
 
 type follower struct {
 	watcher client.ObjectKey
-	name    string
+	target  Target
 }
 
 // poll lists each kind and namespace the cluster's watchers follow, and notifies those whose
-// object or answer changed.
+// object is not what they last read.
 func (p *Poller) poll(ctx context.Context, id client.ObjectKey) {
 	p.mu.Lock()
 	pc := p.clusters[id]
@@ -160,21 +164,37 @@ func (p *Poller) poll(ctx context.Context, id client.ObjectKey) {
 	byList := map[listKey][]follower{}
 	for w, t := range pc.watchers {
 		k := listKey{gvk: t.GVK, namespace: t.Namespace}
-		byList[k] = append(byList[k], follower{watcher: w, name: t.Name})
+		byList[k] = append(byList[k], follower{watcher: w, target: t})
 	}
 	p.mu.Unlock()
 	for k, followers := range byList {
 		// A workload API server that hangs costs one interval, not the poller.
 		reqCtx, cancel := context.WithTimeout(ctx, p.interval())
-		changed, all := p.Clients.Poll(reqCtx, p.Reader, cluster, k.gvk, k.namespace)
+		answer := p.Clients.list(reqCtx, p.Reader, cluster, k)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		for _, f := range followers {
-			if all || changed[f.name] {
+			seen := Seen(answer.items[f.target.Name], answer.err)
+			if seen != f.target.Seen && p.saw(id, f, seen) {
 				p.Notify(ctx, f.watcher)
 			}
 		}
 	}
+}
+
+// saw records that f's object is now seen as seen, unless f's watch changed meanwhile (its own
+// read is newer): it reports whether f is to be told.
+func (p *Poller) saw(id client.ObjectKey, f follower, seen string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pc := p.clusters[id]
+	if pc == nil || pc.watchers[f.watcher] != f.target {
+		return false
+	}
+	t := f.target
+	t.Seen = seen
+	pc.watchers[f.watcher] = t
+	return true
 }

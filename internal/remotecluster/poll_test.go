@@ -25,10 +25,11 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
 
-// TestPollerNotifiesOnlyWhatChanged: four watchers follow four ConfigMaps (one absent) of a
-// workload cluster, a real API server behind a proxy that counts the requests and can fail them.
-// The cluster is listed once per interval whatever the number of watchers; nobody is notified
-// while nothing changes; a changed, created or deleted object notifies its watcher only; a cluster
+// TestPollerNotifiesOnlyWhatChanged: watchers follow ConfigMaps (one absent) of a workload
+// cluster, a real API server behind a proxy that counts the requests and can fail them. The
+// cluster is listed once per interval whatever the number of watchers; nobody is notified while
+// nothing changes; a changed, created or deleted object notifies its watcher only, a change
+// between a watcher's read and its Watch included; a cluster
 // that stops answering notifies everyone once (not every interval), and answers the watchers'
 // reads from the failed list without a request; recovery notifies everyone once; a cluster nobody
 // watches any more is not listed.
@@ -81,10 +82,11 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	configMaps := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	// As a deployment does: read its object, then follow it.
 	for _, name := range []string{"a", "b", "c", "absent"} {
-		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); err != nil {
+		obj, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval)
+		if err != nil {
 			t.Fatal(err)
 		}
-		p.Watch(client.ObjectKey{Namespace: "team", Name: "w-" + name}, cluster, Target{GVK: configMaps, Namespace: "default", Name: name})
+		p.Watch(client.ObjectKey{Namespace: "team", Name: "w-" + name}, cluster, Target{GVK: configMaps, Namespace: "default", Name: name, Seen: Seen(obj, err)})
 	}
 	read := lists.Load()
 	go func() { _ = p.Start(ctx) }()
@@ -138,6 +140,20 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	}
 	update("b")
 	expect("b changed", "w-b")
+
+	// A change that lands between a watcher's read and its Watch, listed by the poller before
+	// the Watch, is not lost: the poller compares with what the watcher read.
+	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := clients.Get(ctx, admin, cluster, configMaps, "default", "d", 0)
+	if err != nil || obj == nil {
+		t.Fatalf("read d: %v, %v", obj, err)
+	}
+	update("d")
+	time.Sleep(3 * interval)
+	p.Watch(client.ObjectKey{Namespace: "team", Name: "w-d"}, cluster, Target{GVK: configMaps, Namespace: "default", Name: "d", Seen: Seen(obj, nil)})
+	expect("d changed before its watch began", "w-d")
 	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -153,22 +169,22 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	quiet(4, "an unfollowed object created")
 
 	failing.Store(true)
-	expect("the cluster stopped answering", "w-a", "w-absent", "w-b", "w-c")
+	expect("the cluster stopped answering", "w-a", "w-absent", "w-b", "w-c", "w-d")
 	quiet(4, "the cluster still not answering")
 	// Every watcher's read is answered from the failed list: no request per deployment.
 	before := lists.Load()
-	for _, name := range []string{"a", "b", "c", "absent"} {
+	for _, name := range []string{"a", "b", "c", "d", "absent"} {
 		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); err == nil {
 			t.Fatalf("read of %s succeeded while the cluster does not answer", name)
 		}
 	}
 	if got := lists.Load() - before; got > 1 {
-		t.Fatalf("4 reads of a failing cluster made %d lists, want at most the poller's own", got)
+		t.Fatalf("5 reads of a failing cluster made %d lists, want at most the poller's own", got)
 	}
 	failing.Store(false)
-	expect("the cluster answers again", "w-a", "w-absent", "w-b", "w-c")
+	expect("the cluster answers again", "w-a", "w-absent", "w-b", "w-c", "w-d")
 
-	for _, name := range []string{"a", "b", "c", "absent"} {
+	for _, name := range []string{"a", "b", "c", "d", "absent"} {
 		p.Unwatch(client.ObjectKey{Namespace: "team", Name: "w-" + name})
 	}
 	time.Sleep(interval) // a poll under way finishes

@@ -212,34 +212,16 @@ func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alph
 	return l.items[name], l.err
 }
 
-// Poll lists gvk in namespace of the workload cluster now, keeps the answer for Get, and says
-// what changed since the answer it replaces: the names whose object appeared, went or has
-// another resourceVersion, or all when there was no earlier answer or the failure changed (the
-// list failed, recovered, or fails with another error), since then every object's health did.
-func (c *Clients) Poll(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace string) (changed map[string]bool, all bool) {
-	id, key := client.ObjectKeyFromObject(cluster), listKey{gvk: gvk, namespace: namespace}
-	c.mu.Lock()
-	before, ok := c.lists[id][key]
-	c.mu.Unlock()
-	now := c.list(ctx, reader, cluster, key)
+// Seen is what a read of an object said, as a watcher remembers it: the object's
+// resourceVersion, that it does not exist, or why the cluster did not answer.
+func Seen(obj *unstructured.Unstructured, err error) string {
 	switch {
-	case !ok || before.ref != now.ref || (before.err == nil) != (now.err == nil):
-		return nil, true
-	case now.err != nil:
-		return nil, before.err.Error() != now.err.Error()
+	case err != nil:
+		return "error: " + err.Error()
+	case obj == nil:
+		return "absent"
 	}
-	changed = map[string]bool{}
-	for name, obj := range now.items {
-		if was, ok := before.items[name]; !ok || was.GetResourceVersion() != obj.GetResourceVersion() {
-			changed[name] = true
-		}
-	}
-	for name := range before.items {
-		if _, ok := now.items[name]; !ok {
-			changed[name] = true
-		}
-	}
-	return changed, false
+	return "resourceVersion " + obj.GetResourceVersion()
 }
 
 // list lists key in the workload cluster and keeps the answer, a failure included, unless the

@@ -130,13 +130,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if cluster.Spec.KubeConfigSecretRef == nil || pd.Status.DeployedPackagesRevision == 0 {
 		return ctrl.Result{}, nil
 	}
-	setSynced(pd, r.health(ctx, pd, cluster))
-	// No requeue: the poller lists the cluster's sync objects every health interval and brings
-	// this deployment back when its sync object changes or the cluster stops (or resumes)
-	// answering. Health is a function of that object alone.
 	ref := pd.Status.SyncObject
-	r.poller.Watch(req.NamespacedName, cluster, remotecluster.Target{
-		GVK: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), Namespace: ref.Namespace, Name: ref.Name})
+	target := remotecluster.Target{GVK: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), Namespace: ref.Namespace, Name: ref.Name}
+	h, seen := r.health(ctx, pd, cluster, target)
+	setSynced(pd, h)
+	// No requeue: the poller lists the cluster's sync objects every health interval and brings
+	// this deployment back when its sync object is not what was just read, or the cluster stops
+	// (or resumes) answering. Health is a function of that object alone.
+	target.Seen = seen
+	r.poller.Watch(req.NamespacedName, cluster, target)
 	followed = true
 	return ctrl.Result{}, nil
 }
@@ -197,20 +199,20 @@ func (r *Reconciler) deferredPin(pd *v1alpha1.PackageDeployment) *v1alpha1.Resol
 	return nil
 }
 
-// health reads the deployment's sync object back from the workload cluster and evaluates it
-// against the pin. An unreachable cluster is a result, not an error: it becomes the condition.
-func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster) health.Result {
-	ref := pd.Status.SyncObject
-	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+// health reads the deployment's sync object (target) back from the workload cluster and
+// evaluates it against the pin; seen is what the read said, for the poller. An unreachable
+// cluster is a result, not an error: it becomes the condition.
+func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster, target remotecluster.Target) (_ health.Result, seen string) {
 	// The poller refreshes the list every interval: twice that is only reached when it is late.
-	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, gvk, ref.Namespace, ref.Name, 2*r.healthInterval())
+	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, target.GVK, target.Namespace, target.Name, 2*r.healthInterval())
+	seen = remotecluster.Seen(obj, err)
 	switch {
 	case err != nil:
-		return health.Result{Reason: remotecluster.Reason(err, "ClusterUnreachable"), Message: err.Error()}
+		return health.Result{Reason: remotecluster.Reason(err, "ClusterUnreachable"), Message: err.Error()}, seen
 	case obj == nil:
-		return health.Missing(ref.Kind, ref.Name)
+		return health.Missing(target.GVK.Kind, target.Name), seen
 	}
-	return health.For(ref.Kind)(obj, health.Pin{Tag: pd.Status.Resolved.Tag, Commit: pd.Status.Resolved.Commit})
+	return health.For(target.GVK.Kind)(obj, health.Pin{Tag: pd.Status.Resolved.Tag, Commit: pd.Status.Resolved.Commit}), seen
 }
 
 func (r *Reconciler) healthInterval() time.Duration {

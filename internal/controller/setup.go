@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
+	"github.com/flotilla-dev/flotilla/internal/render"
 	"github.com/flotilla-dev/flotilla/internal/specialize"
 )
 
@@ -70,7 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	c := mgr.GetClient()
 	reader := namespaced.Reader(mgr.GetAPIReader(), c, opts.WatchNamespaces)
-	clients := &remotecluster.Clients{Policy: remotecluster.Policy{AllowExec: opts.InsecureKubeconfigExec}}
+	clients := &remotecluster.Clients{Policy: remotecluster.Policy{AllowExec: opts.InsecureKubeconfigExec}, Kinds: render.WorkloadKinds()}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers

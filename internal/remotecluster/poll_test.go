@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,4 +239,57 @@ func proxyKubeconfig(t *testing.T, srv *httptest.Server) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestKnownKindsAreMappedWithoutDiscovery: a workload cluster's client maps the kinds set in
+// Kinds and the built-in kinds flotilla reads without asking discovery (whose answer, on a
+// cluster with many CRDs, was most of each client's memory); another kind is discovered and
+// works.
+func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
+	_, cfg, admin := startAPIServer(t)
+	var mu sync.Mutex
+	var paths []string
+	srv := countingProxy(t, cfg, func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, r.URL.Path)
+		return false
+	})
+	discovery := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var d []string
+		for _, p := range paths {
+			// /api, /api/v1, /apis and /apis/GROUP/VERSION; resources are deeper.
+			if strings.HasPrefix(p, "/api") && strings.Count(p, "/") <= 3 {
+				d = append(d, p)
+			}
+		}
+		return d
+	}
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": proxyKubeconfig(t, srv)}}); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default"}}
+	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+	widgets := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	clients := &Clients{Kinds: []schema.GroupVersionKind{widgets}}
+
+	if _, err := clients.Get(ctx, admin, cluster, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "default", "x", 0); err != nil {
+		t.Fatal(err)
+	}
+	// No Widget CRD here: the request goes out (and says so) without discovery.
+	if _, err := clients.Get(ctx, admin, cluster, widgets, "default", "x", 0); err == nil || !strings.Contains(err.Error(), "could not find the requested resource") {
+		t.Fatalf("list of Widgets without their CRD = %v; want the server's not found", err)
+	}
+	if d := discovery(); len(d) != 0 {
+		t.Fatalf("known kinds were mapped through discovery: %v (all requests: %v)", d, paths)
+	}
+	if _, err := clients.Get(ctx, admin, cluster, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "default", "x", 0); err != nil {
+		t.Fatalf("list of an unknown kind: %v", err)
+	}
+	if len(discovery()) == 0 {
+		t.Fatalf("an unknown kind was listed without discovery: %v", paths)
+	}
 }

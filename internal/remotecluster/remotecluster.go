@@ -7,18 +7,22 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/health"
 )
 
 // ErrKubeconfig is wrapped by every error about a cluster's kubeconfig Secret.
@@ -40,6 +44,15 @@ type Clients struct {
 
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Kinds are namespaced kinds whose resources are known ahead (the engines' objects); set
+	// before first use. Each cluster's client maps them, and Nodes, Namespaces, ConfigMaps and
+	// Config Sync's ResourceGroups, without discovery; any other kind is discovered from the
+	// cluster when first used. Discovery of a cluster with many CRDs is the largest part of a
+	// client's memory (about 300 KiB each).
+	Kinds []schema.GroupVersionKind
+
+	known     sync.Once
+	knownKind meta.RESTMapper
 
 	mu      sync.Mutex
 	clients map[client.ObjectKey]entry
@@ -118,7 +131,12 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("http client for cluster %s: %w", id, err)
 	}
-	cl, err := client.New(cfg, client.Options{HTTPClient: hc})
+	discovered, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("rest mapper for cluster %s: %w", id, err)
+	}
+	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.knownKinds(), discovered}}
+	cl, err := client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", id, err)
 	}
@@ -134,6 +152,23 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	delete(c.lists, id)
 	return cl, nil
 }
+
+// knownKinds maps Kinds and the built-in kinds flotilla reads, shared by every cluster's client.
+func (c *Clients) knownKinds() meta.RESTMapper {
+	c.known.Do(func() {
+		m := meta.NewDefaultRESTMapper(nil)
+		for _, gvk := range append(slices.Clone(c.Kinds), configMapGVK, health.ResourceGroupGVK) {
+			m.Add(gvk, meta.RESTScopeNamespace)
+		}
+		for _, kind := range []string{"Node", "Namespace"} {
+			m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeRoot)
+		}
+		c.knownKind = m
+	})
+	return c.knownKind
+}
+
+var configMapGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 
 // kubeconfigRef is the Secret and key of the cluster's kubeconfig, the key defaulted.
 func kubeconfigRef(cluster *v1alpha1.WorkloadCluster) v1alpha1.SecretKeyReference {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
 
@@ -54,6 +56,24 @@ func syncObjectName(namespace, deployment string, limit int) string {
 		return "pkg-" + hash
 	}
 	return hash
+}
+
+// WorkloadKinds are the kinds flotilla writes to workload clusters (the sync objects and Flux
+// sources of every engine), all namespaced: clients of workload clusters map them without
+// asking the API server's discovery.
+func WorkloadKinds() []schema.GroupVersionKind {
+	var kinds []schema.GroupVersionKind
+	for apiVersion, names := range map[string][]string{
+		configSyncAPIVersion:    {"RootSync", "RepoSync"},
+		argoCDAPIVersion:        {"Application"},
+		fluxKustomizeAPIVersion: {"Kustomization"},
+		fluxSourceAPIVersion:    {"GitRepository", "OCIRepository"},
+	} {
+		for _, kind := range names {
+			kinds = append(kinds, schema.FromAPIVersionAndKind(apiVersion, kind))
+		}
+	}
+	return kinds
 }
 
 // SyncObjectRef is the sync object that deploys pd on cluster: for Config Sync a RootSync

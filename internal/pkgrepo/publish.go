@@ -75,8 +75,7 @@ type PublishResult struct {
 
 // Publish makes Files the content of Package on the remote's branch as the
 // next revision P/vN, or proposes it on branch proposed/P/vN. It fetches
-// first unless the mirror is fresh (the remote's MaxAge), and writes nothing
-// when the content is already there.
+// first and writes nothing when the content is already there.
 func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (PublishResult, error) {
 	pkg, err := cleanPackage(req.Package)
 	if err != nil {
@@ -99,10 +98,7 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 	if req.DryRun {
 		update = s.dryRun
 	}
-	// A mirror fetched within the Repository's interval (which the Repository reconciler polls
-	// at) is not fetched again first: a remote that moved since rejects the atomic push, and the
-	// retry fetches. A cluster's publish is then one push, not a fetch and a push.
-	return update(ctx, m, ep, s.ensureFresh, func() (plan, error) {
+	return update(ctx, m, ep, func() (plan, error) {
 		c, err := m.prepare(r.branch(), pkg, req.Files)
 		if err != nil {
 			return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)

@@ -5,12 +5,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -241,59 +239,5 @@ func TestPublishConcurrently(t *testing.T) {
 		if got := gittest.ReadFile(t, dir, "main", pkg+"/Kptfile"); got != strings.TrimSpace(kptfile) {
 			t.Errorf("%s/Kptfile on main = %q", pkg, got)
 		}
-	}
-}
-
-// TestPublishAfterAFetchPushesOnly: a publish to a mirror fetched within the remote's MaxAge
-// pushes without fetching first (an advertisement and a receive-pack, no upload-pack
-// advertisement); when another writer moved the branch since that fetch, the atomic push is
-// rejected, the publish fetches and lands on top of the other writer's commit, which is kept.
-func TestPublishAfterAFetchPushesOnly(t *testing.T) {
-	var mu sync.Mutex
-	var requests []string
-	count := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			requests = append(requests, r.Method+" "+r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]+" "+r.URL.Query().Get("service"))
-			mu.Unlock()
-			next.ServeHTTP(w, r)
-		})
-	}
-	take := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		got := requests
-		requests = nil
-		return got
-	}
-	remote, dir := newRepo(t, gittest.WithMiddleware(count))
-	remote.MaxAge = time.Hour
-	store := pkgrepo.NewStore(t.TempDir())
-	ctx := context.Background()
-	base := gittest.Commit(t, dir, dp, map[string]string{dp + "/Kptfile": kptfile}, dp+"/v1")
-	if _, err := store.Refresh(ctx, remote); err != nil {
-		t.Fatal(err)
-	}
-	take()
-
-	first := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
-	push := []string{"GET refs git-receive-pack", "POST git-receive-pack "}
-	if diff := cmp.Diff(push, take()); diff != "" || first.Revision != 2 {
-		t.Errorf("publish to a fresh mirror = %+v; requests (-want +got):\n%s", first, diff)
-	}
-
-	// Another writer commits; the mirror does not know yet.
-	other := gittest.Commit(t, dir, "other", map[string]string{"other/Kptfile": kptfile}, "other/v1")
-	second := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")})
-	got := take()
-	if second.Revision != 3 || !gittest.IsAncestor(t, dir, other, second.Commit) || !gittest.IsAncestor(t, dir, base, second.Commit) {
-		t.Errorf("publish after another writer = %+v; %s must be an ancestor", second, other)
-	}
-	if !slices.Contains(got, "GET refs git-upload-pack") {
-		t.Errorf("a rejected push was retried without a fetch: %v", got)
-	}
-	want := map[string]string{dp + "/v1": base, dp + "/v2": first.Commit, dp + "/v3": second.Commit, "other/v1": other}
-	if diff := cmp.Diff(want, gittest.Tags(t, dir)); diff != "" {
-		t.Errorf("tags (-want +got):\n%s", diff)
 	}
 }

@@ -21,25 +21,21 @@ type plan struct {
 	result   PublishResult
 }
 
-// update brings the mirror up to date with first (fetch, or ensureFresh when
-// the atomic push is guard enough), asks build for a plan against it and
-// pushes it. A remote that moved since the mirror was fetched rejects the
-// push: it is retried after a fetch, and only when the remote's refs moved
-// (someone else pushed): then build runs again on the new state, so the other
-// writer's commit becomes the parent of ours. A push that fails while nothing
-// moved is returned as is.
-func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, first func(context.Context, *mirror, endpoint) error, build func() (plan, error)) (PublishResult, error) {
+// update fetches, asks build for a plan against the fresh mirror and pushes
+// it. A rejected push is retried only when the remote's refs moved since the
+// fetch (someone else pushed): then build runs again on the new state, so
+// the other writer's commit becomes the parent of ours. A push that fails
+// while nothing moved is returned as is.
+func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
 	var lastErr error
 	var lastDigest string
 	for attempt := range maxAttempts {
-		fetch := first
 		if attempt > 0 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
 				return PublishResult{}, err
 			}
-			fetch = s.fetch
 		}
-		if err := fetch(ctx, m, ep); err != nil {
+		if err := s.fetch(ctx, m, ep); err != nil {
 			return PublishResult{}, err
 		}
 		digest, err := m.refsDigest()
@@ -69,7 +65,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, first func(c
 }
 
 // dryRun fetches and asks build for a plan, as update does, and reports it without pushing.
-func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, _ func(context.Context, *mirror, endpoint) error, build func() (plan, error)) (PublishResult, error) {
+func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
 	if err := s.fetch(ctx, m, ep); err != nil {
 		return PublishResult{}, err
 	}

@@ -101,14 +101,17 @@ func (p Policy) Check(cfg *clientcmdapi.Config) error {
 }
 
 // Reason is the condition reason for an error from Clients: KubeconfigRefused for a kubeconfig the
-// policy refuses, KubeconfigInvalid for a missing or unusable Secret, otherwise fallback (the
-// cluster could not be reached or refused the request).
+// policy refuses, KubeconfigInvalid for a missing or unusable Secret, KindNotServed for a kind the
+// cluster does not serve, otherwise fallback (the cluster could not be reached or refused the
+// request).
 func Reason(err error, fallback string) string {
 	switch {
 	case errors.Is(err, ErrKubeconfigRefused):
 		return "KubeconfigRefused"
 	case errors.Is(err, ErrKubeconfig):
 		return "KubeconfigInvalid"
+	case errors.Is(err, ErrKindNotServed):
+		return "KindNotServed"
 	}
 	return fallback
 }

@@ -94,6 +94,10 @@ func (p *Poller) remove(watcher, id client.ObjectKey) {
 			pc.stop()
 		}
 		delete(p.clusters, id)
+		// The cluster may be gone (its deployments are released after it): a poll that ran
+		// after the WorkloadCluster reconciler forgot its client must not leave one behind. A
+		// cluster that is still there builds its client again at its next use.
+		p.Clients.Forget(id)
 	}
 }
 
@@ -168,10 +172,7 @@ func (p *Poller) poll(ctx context.Context, id client.ObjectKey) {
 	}
 	p.mu.Unlock()
 	for k, followers := range byList {
-		// A workload API server that hangs costs one interval, not the poller.
-		reqCtx, cancel := context.WithTimeout(ctx, p.interval())
-		answer := p.Clients.list(reqCtx, p.Reader, cluster, k)
-		cancel()
+		answer := p.Clients.list(ctx, p.Reader, cluster, k)
 		if ctx.Err() != nil {
 			return
 		}

@@ -2,6 +2,7 @@ package remotecluster
 
 import (
 	"context"
+	"errors"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -31,19 +32,27 @@ import (
 // cluster is listed once per interval whatever the number of watchers; nobody is notified while
 // nothing changes; a changed, created or deleted object notifies its watcher only, a change
 // between a watcher's read and its Watch included; a cluster
-// that stops answering notifies everyone once (not every interval), and answers the watchers'
-// reads from the failed list without a request; recovery notifies everyone once; a cluster nobody
-// watches any more is not listed.
+// that stops answering, or hangs past the list timeout, notifies everyone once (not every
+// interval), and answers the watchers' reads from the failed list without a request; recovery
+// notifies everyone once; a cluster nobody watches any more is not listed.
 func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	_, cfg, admin := startAPIServer(t)
 	var lists atomic.Int32
-	var failing atomic.Bool
+	var failing, hanging atomic.Bool
 	srv := countingProxy(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
 			lists.Add(1)
 		}
 		if failing.Load() {
 			http.Error(w, "the test says no", http.StatusServiceUnavailable)
+			return true
+		}
+		if hanging.Load() {
+			select { // longer than the clients' ListTimeout
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+			http.Error(w, "too late", http.StatusGatewayTimeout)
 			return true
 		}
 		return false
@@ -63,7 +72,7 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
 
 	const interval = 500 * time.Millisecond
-	clients := &Clients{}
+	clients := &Clients{ListTimeout: 300 * time.Millisecond}
 	var mu sync.Mutex
 	var notified []string
 	p := &Poller{Clients: clients, Reader: admin, Interval: interval, Notify: func(_ context.Context, w client.ObjectKey) {
@@ -185,6 +194,22 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	failing.Store(false)
 	expect("the cluster answers again", "w-a", "w-absent", "w-b", "w-c", "w-d")
 
+	// A cluster that hangs: each list gives up after ListTimeout, and that is its answer, kept
+	// like a failure (everyone told once, their reads answered without a request each).
+	hanging.Store(true)
+	expect("the cluster hangs", "w-a", "w-absent", "w-b", "w-c", "w-d")
+	before = lists.Load()
+	for _, name := range []string{"a", "b", "c", "d", "absent"} {
+		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read of %s while the cluster hangs = %v; want the timeout", name, err)
+		}
+	}
+	if got := lists.Load() - before; got > 1 {
+		t.Fatalf("5 reads of a hanging cluster made %d lists, want at most the poller's own", got)
+	}
+	hanging.Store(false)
+	expect("the cluster answers again after hanging", "w-a", "w-absent", "w-b", "w-c", "w-d")
+
 	for _, name := range []string{"a", "b", "c", "d", "absent"} {
 		p.Unwatch(client.ObjectKey{Namespace: "team", Name: "w-" + name})
 	}
@@ -280,8 +305,9 @@ func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No Widget CRD here: the request goes out (and says so) without discovery.
-	if _, err := clients.Get(ctx, admin, cluster, widgets, "default", "x", 0); err == nil || !strings.Contains(err.Error(), "could not find the requested resource") {
-		t.Fatalf("list of Widgets without their CRD = %v; want the server's not found", err)
+	if _, err := clients.Get(ctx, admin, cluster, widgets, "default", "x", 0); !errors.Is(err, ErrKindNotServed) || Reason(err, "ClusterUnreachable") != "KindNotServed" ||
+		!strings.Contains(err.Error(), "example.com/v1, Kind=Widget") {
+		t.Fatalf("list of Widgets without their CRD = %v; want KindNotServed naming the kind", err)
 	}
 	if d := discovery(); len(d) != 0 {
 		t.Fatalf("known kinds were mapped through discovery: %v (all requests: %v)", d, paths)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -27,6 +28,10 @@ import (
 
 // ErrKubeconfig is wrapped by every error about a cluster's kubeconfig Secret.
 var ErrKubeconfig = errors.New("kubeconfig secret")
+
+// ErrKindNotServed is wrapped by a list of a kind the workload cluster's API server does not
+// serve.
+var ErrKindNotServed = errors.New("kind not served")
 
 // KubeconfigMaxAge is how long a working client is used before its kubeconfig Secret is read
 // again. Secrets are never watched or cached (the controller may only get them), so without it
@@ -50,6 +55,9 @@ type Clients struct {
 	// cluster when first used. Discovery of a cluster with many CRDs is the largest part of a
 	// client's memory (about 300 KiB each).
 	Kinds []schema.GroupVersionKind
+	// ListTimeout bounds one list of a workload cluster's objects (0: DefaultListTimeout): a
+	// cluster that hangs holds up its own reads only, and the timeout is kept as its answer.
+	ListTimeout time.Duration
 
 	known     sync.Once
 	knownKind meta.RESTMapper
@@ -248,22 +256,35 @@ func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alph
 }
 
 // Seen is what a read of an object said, as a watcher remembers it: the object's
-// resourceVersion, that it does not exist, or why the cluster did not answer.
+// resourceVersion, that it does not exist, or why the cluster did not answer (its numbers left
+// out: a local port or a request ID in an error is not a change).
 func Seen(obj *unstructured.Unstructured, err error) string {
 	switch {
 	case err != nil:
-		return "error: " + err.Error()
+		return "error: " + digits.ReplaceAllString(err.Error(), "#")
 	case obj == nil:
 		return "absent"
 	}
 	return "resourceVersion " + obj.GetResourceVersion()
 }
 
-// list lists key in the workload cluster and keeps the answer, a failure included, unless the
-// caller gave up (ctx done): that says nothing about the cluster.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// DefaultListTimeout is Clients.ListTimeout's default.
+const DefaultListTimeout = 30 * time.Second
+
+// list lists key in the workload cluster (for ListTimeout at most) and keeps the answer, a
+// failure (a timeout included) too, unless the caller gave up (ctx done): that says nothing
+// about the cluster.
 func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey) cachedList {
 	l := cachedList{ref: kubeconfigRef(cluster)}
-	l.items, l.err = c.listNow(ctx, reader, cluster, key)
+	timeout := c.ListTimeout
+	if timeout <= 0 {
+		timeout = DefaultListTimeout
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	l.items, l.err = c.listNow(reqCtx, reader, cluster, key)
+	cancel()
 	if l.err != nil && ctx.Err() != nil {
 		return l
 	}
@@ -289,6 +310,12 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
 	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			// The cluster answers, without this kind: its engine is not installed, or not at
+			// the version flotilla writes.
+			return nil, fmt.Errorf("list %s in workload cluster %s: %w: the API server does not serve %s (is the engine's CRD installed, at this version?): %w",
+				key.gvk.Kind, cluster.Name, ErrKindNotServed, key.gvk.GroupVersion().WithKind(key.gvk.Kind), err)
+		}
 		c.Failed(cluster)
 		return nil, fmt.Errorf("list %s in workload cluster %s: %w", key.gvk.Kind, cluster.Name, err)
 	}

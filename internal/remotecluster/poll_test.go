@@ -2,8 +2,8 @@ package remotecluster
 
 import (
 	"context"
-	"errors"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"

@@ -1,11 +1,7 @@
 package controller_test
 
 import (
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,11 +9,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/apiproxy"
 )
 
 // TestRootSyncObjectsAreAppliedOnce: a cluster reconcile that changes nothing does not apply its
@@ -27,30 +22,13 @@ import (
 func TestRootSyncObjectsAreAppliedOnce(t *testing.T) {
 	f := newFixture(t)
 	var applies atomic.Int32
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Header.Del("Authorization") },
-		Transport: transport,
-	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := apiproxy.Serve(t, env.Config, func(_ http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPatch {
 			applies.Add(1)
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := workloadKubeconfig(t, func(_ *clientcmdapi.Config, user *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) {
-		cluster.Server = srv.URL
-		cluster.CertificateAuthorityData = pemCertificate(srv)
-		*user = clientcmdapi.AuthInfo{Token: "proxy"}
+		return false
 	})
+	kubeconfig := apiproxy.Kubeconfig(t, srv)
 
 	f.repository("catalog")
 	f.repository("edge01")
@@ -84,9 +62,4 @@ func TestRootSyncObjectsAreAppliedOnce(t *testing.T) {
 	c.Spec.Sync.Flux.Interval = &metav1.Duration{Duration: 5 * time.Minute}
 	f.g.Expect(env.Client.Patch(f.ctx, c, client.MergeFrom(before))).To(Succeed())
 	f.g.Eventually(applies.Load, time.Minute, 200*time.Millisecond).Should(BeNumerically(">", applied))
-}
-
-// pemCertificate is the test server's certificate, PEM-encoded, for a kubeconfig's CA data.
-func pemCertificate(srv *httptest.Server) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }

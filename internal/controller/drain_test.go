@@ -72,14 +72,21 @@ func (a configSyncAgent) sync(rev, commit string, inventory ...string) {
 // drainingCluster creates edge01 with spec.sync.deletion EmptyFirst, reaching the test API server
 // as its workload cluster.
 func drainingCluster(f *fixture, timeout time.Duration) {
-	kc, err := env.AdminKubeconfig("drain-" + f.ns)
-	f.g.Expect(err).NotTo(HaveOccurred())
-	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kc}})
-	f.cluster(func(c *v1alpha1.WorkloadCluster) {
+	workloadCluster(f, func(c *v1alpha1.WorkloadCluster) {
 		c.Spec.Sync.Deletion = v1alpha1.DeletionEmptyFirst
 		c.Spec.Sync.DrainTimeout = &metav1.Duration{Duration: timeout}
-		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}
 	})
+}
+
+// workloadCluster creates edge01 (mutated by mutate) reaching the test API server as its
+// workload cluster through a kubeconfig Secret.
+func workloadCluster(f *fixture, mutate ...func(*v1alpha1.WorkloadCluster)) *v1alpha1.WorkloadCluster {
+	kc, err := env.AdminKubeconfig("workload-" + f.ns)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kc}})
+	return f.cluster(append([]func(*v1alpha1.WorkloadCluster){func(c *v1alpha1.WorkloadCluster) {
+		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}
+	}}, mutate...)...)
 }
 
 // TestEmptyFirstDrainsBeforeRemoving undeploys a package from a cluster whose agent does not

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +21,7 @@ func TestHealthFollowsTheWorkloadCluster(t *testing.T) {
 	f := newFixture(t)
 	f.repository("catalog")
 	f.repository("edge01")
-	kc, err := env.AdminKubeconfig("health-" + f.ns)
-	f.g.Expect(err).NotTo(HaveOccurred())
-	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kc}})
-	f.cluster(func(c *v1alpha1.WorkloadCluster) {
-		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}
-	})
+	workloadCluster(f)
 	app := f.deployment("app", "nginx-hello", "v2")
 	crds := f.deployment("crds", "crds", "v1")
 	c := f.clusterWith(ConsistOf(HaveField("Deployment", "app"), HaveField("Deployment", "crds")))

@@ -2,12 +2,8 @@ package remotecluster
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -19,12 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/apiproxy"
 )
 
 // TestPollerNotifiesOnlyWhatChanged: watchers follow ConfigMaps (one absent) of a workload
@@ -39,7 +33,7 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	_, cfg, admin := startAPIServer(t)
 	var lists atomic.Int32
 	var failing, hanging atomic.Bool
-	srv := countingProxy(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
+	srv := apiproxy.Serve(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
 			lists.Add(1)
 		}
@@ -59,7 +53,7 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	kubeconfig := proxyKubeconfig(t, srv)
+	kubeconfig := apiproxy.Kubeconfig(t, srv)
 	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": kubeconfig}}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,47 +219,6 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-// countingProxy serves the API server of cfg over TLS; intercept sees each request first and
-// answers it itself when it returns true.
-func countingProxy(t *testing.T, cfg *rest.Config, intercept func(http.ResponseWriter, *http.Request) bool) *httptest.Server {
-	t.Helper()
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Header.Del("Authorization") },
-		Transport: transport,
-	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !intercept(w, r) {
-			proxy.ServeHTTP(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// proxyKubeconfig is a kubeconfig for srv, trusting its certificate, with a token the proxy drops.
-func proxyKubeconfig(t *testing.T, srv *httptest.Server) []byte {
-	t.Helper()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	out, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"w": {Server: srv.URL, CertificateAuthorityData: ca}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"w": {Token: "proxy"}},
-		Contexts:       map[string]*clientcmdapi.Context{"w": {Cluster: "w", AuthInfo: "w"}},
-		CurrentContext: "w",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestKnownKindsAreMappedWithoutDiscovery: a workload cluster's client maps the kinds set in
 // Kinds and the built-in kinds flotilla reads without asking discovery (whose answer, on a
 // cluster with many CRDs, was most of each client's memory); another kind is discovered and
@@ -274,7 +227,7 @@ func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
 	_, cfg, admin := startAPIServer(t)
 	var mu sync.Mutex
 	var paths []string
-	srv := countingProxy(t, cfg, func(_ http.ResponseWriter, r *http.Request) bool {
+	srv := apiproxy.Serve(t, cfg, func(_ http.ResponseWriter, r *http.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		paths = append(paths, r.URL.Path)
@@ -293,7 +246,7 @@ func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
 		return d
 	}
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": proxyKubeconfig(t, srv)}}); err != nil {
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": apiproxy.Kubeconfig(t, srv)}}); err != nil {
 		t.Fatal(err)
 	}
 	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default"}}

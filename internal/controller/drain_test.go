@@ -80,11 +80,11 @@ func drainingCluster(f *fixture, timeout time.Duration) {
 
 // workloadCluster creates edge01 (mutated by mutate) reaching the test API server as its
 // workload cluster through a kubeconfig Secret.
-func workloadCluster(f *fixture, mutate ...func(*v1alpha1.WorkloadCluster)) *v1alpha1.WorkloadCluster {
+func workloadCluster(f *fixture, mutate ...func(*v1alpha1.WorkloadCluster)) {
 	kc, err := env.AdminKubeconfig("workload-" + f.ns)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: f.ns}, Data: map[string][]byte{"value": kc}})
-	return f.cluster(append([]func(*v1alpha1.WorkloadCluster){func(c *v1alpha1.WorkloadCluster) {
+	f.cluster(append([]func(*v1alpha1.WorkloadCluster){func(c *v1alpha1.WorkloadCluster) {
 		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kubeconfig", Key: "value"}
 	}}, mutate...)...)
 }

@@ -183,13 +183,34 @@ func TestRollbackReturnsToTheLastHealthyRevision(t *testing.T) {
 			Template: v1alpha1.DeploymentTemplate{NameExpr: "'app-' + target.name", NamespaceExpr: "'app-' + target.name"},
 			Strategy: v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
 				Steps:         []v1alpha1.RolloutStep{{MaxUnavailable: &one}},
-				HealthTimeout: &metav1.Duration{Duration: 30 * time.Second},
+				// Long enough for a loaded CI machine to sync v1 (twice failed at 30 s in a
+				// full make test); v2 never becomes healthy, so the rollback waits this long.
+				HealthTimeout: &metav1.Duration{Duration: 60 * time.Second},
 				OnFailure:     v1alpha1.OnFailureRollback,
 				RollbackScope: v1alpha1.RollbackAll,
 			}},
 		},
 	}
 	create(set)
+	// On failure: what the set, its deployments and the clusters said at the end.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var cur v1alpha1.PackageSet
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(set), &cur)
+		t.Logf("set status: %+v", cur.Status)
+		var pds v1alpha1.PackageDeploymentList
+		_ = env.Client.List(ctx, &pds, client.InNamespace(ns))
+		for _, pd := range pds.Items {
+			t.Logf("deployment %s: package %+v, status %+v", pd.Name, pd.Spec.Package, pd.Status)
+		}
+		var wcs v1alpha1.WorkloadClusterList
+		_ = env.Client.List(ctx, &wcs, client.InNamespace(ns))
+		for _, wc := range wcs.Items {
+			t.Logf("cluster %s: status %+v", wc.Name, wc.Status)
+		}
+	})
 	revision := func(cluster string) string {
 		cm := &corev1.ConfigMap{}
 		if err := workload.Client.Get(ctx, client.ObjectKey{Namespace: "app-" + cluster, Name: "app"}, cm); err != nil {

@@ -182,7 +182,7 @@ func TestRollbackReturnsToTheLastHealthyRevision(t *testing.T) {
 			Targets:  v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"site-type": "edge"}}}}},
 			Template: v1alpha1.DeploymentTemplate{NameExpr: "'app-' + target.name", NamespaceExpr: "'app-' + target.name"},
 			Strategy: v1alpha1.RolloutStrategy{Type: v1alpha1.StrategyRollingUpdate, RollingUpdate: &v1alpha1.RollingUpdate{
-				Steps:         []v1alpha1.RolloutStep{{MaxUnavailable: &one}},
+				Steps: []v1alpha1.RolloutStep{{MaxUnavailable: &one}},
 				// Long enough for a loaded CI machine to sync v1 (twice failed at 30 s in a
 				// full make test); v2 never becomes healthy, so the rollback waits this long.
 				HealthTimeout: &metav1.Duration{Duration: 60 * time.Second},

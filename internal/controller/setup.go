@@ -71,7 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	c := mgr.GetClient()
 	reader := namespaced.Reader(mgr.GetAPIReader(), c, opts.WatchNamespaces)
-	clients := &remotecluster.Clients{Policy: remotecluster.Policy{AllowExec: opts.InsecureKubeconfigExec}, Kinds: render.WorkloadKinds()}
+	clients := &remotecluster.Clients{Policy: remotecluster.Policy{AllowExec: opts.InsecureKubeconfigExec}, Known: remotecluster.KnownKinds(render.WorkloadKinds()...)}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,4 +151,46 @@ func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
 		t.Fatal("a health read after the Secret was deleted succeeded")
 	}
 	expectReads(5, "after the Secret was deleted")
+}
+
+// TestDeletedClusterGetsNoClientAgain: once the WorkloadCluster reconciler forgot a deleted
+// cluster, a read that started before (a poll, a deployment's health read) builds no client for
+// it again, while a cluster created again under the same name (another UID) gets one.
+func TestDeletedClusterGetsNoClientAgain(t *testing.T) {
+	env, _, admin := startAPIServer(t)
+	user, err := env.AddUser(envtest.User{Name: "workload", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": kubeconfig}}); err != nil {
+		t.Fatal(err)
+	}
+	cluster := func(uid types.UID) *v1alpha1.WorkloadCluster {
+		c := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default", UID: uid}}
+		c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+		return c
+	}
+	clients := &Clients{}
+	reader := &secretReads{Reader: admin}
+	if _, err := clients.For(ctx, reader, cluster("first")); err != nil {
+		t.Fatal(err)
+	}
+	clients.Forget(client.ObjectKeyFromObject(cluster("first")))
+	if _, err := clients.For(ctx, reader, cluster("first")); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("client for the deleted cluster = %v; want an error saying it was deleted", err)
+	}
+	if got := reader.n.Load(); got != 1 {
+		t.Fatalf("%d Secret reads; the deleted cluster's must not read its Secret again", got)
+	}
+	if clients.Identity(cluster("first")) != [32]byte{} {
+		t.Fatal("the deleted cluster has a client again")
+	}
+	if _, err := clients.For(ctx, reader, cluster("second")); err != nil {
+		t.Fatalf("client for the cluster created again under the same name: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package remotecluster
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -24,7 +25,8 @@ import (
 type Poller struct {
 	Clients *Clients
 	// Reader reads kubeconfig Secrets (uncached).
-	Reader   client.Reader
+	Reader client.Reader
+	// Interval is how often each watched cluster is listed (required).
 	Interval time.Duration
 	// Notify is called, from the poller's goroutines, with a watcher whose object changed.
 	Notify func(ctx context.Context, watcher client.ObjectKey)
@@ -67,7 +69,7 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 		p.clusters[id] = pc
 	}
 	// The latest reference wins: a changed kubeConfigSecretRef is polled through at once.
-	pc.cluster = &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace}}
+	pc.cluster = &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace, UID: cluster.UID}}
 	pc.cluster.Spec.KubeConfigSecretRef = cluster.Spec.KubeConfigSecretRef.DeepCopy()
 	pc.watchers[watcher] = target
 	p.watchers[watcher] = id
@@ -94,15 +96,14 @@ func (p *Poller) remove(watcher, id client.ObjectKey) {
 			pc.stop()
 		}
 		delete(p.clusters, id)
-		// The cluster may be gone (its deployments are released after it): a poll that ran
-		// after the WorkloadCluster reconciler forgot its client must not leave one behind. A
-		// cluster that is still there builds its client again at its next use.
-		p.Clients.Forget(id)
 	}
 }
 
 // Start polls every watched cluster until ctx is done.
 func (p *Poller) Start(ctx context.Context) error {
+	if p.Interval <= 0 {
+		return fmt.Errorf("health poller: interval %s is not positive", p.Interval)
+	}
 	p.mu.Lock()
 	p.ctx = ctx
 	for id, pc := range p.clusters {
@@ -119,18 +120,11 @@ func (p *Poller) start(id client.ObjectKey, pc *polled) {
 	go p.run(ctx, id)
 }
 
-func (p *Poller) interval() time.Duration {
-	if p.Interval > 0 {
-		return p.Interval
-	}
-	return 10 * time.Second
-}
-
 // run polls one cluster every interval. The first poll comes at a random point of the first
 // interval (the watcher has just read the object itself), so that the clusters of a fleet
 // watched at once are spread over the interval instead of listed together.
 func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
-	every := p.interval()
+	every := p.Interval
 	first := time.NewTimer(time.Duration(rand.Int64N(int64(every))) + time.Millisecond)
 	defer first.Stop()
 	select {

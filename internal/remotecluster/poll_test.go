@@ -252,7 +252,7 @@ func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
 	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default"}}
 	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
 	widgets := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	clients := &Clients{Kinds: []schema.GroupVersionKind{widgets}}
+	clients := &Clients{Known: KnownKinds(widgets)}
 
 	if _, err := clients.Get(ctx, admin, cluster, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "default", "x", 0); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,21 +50,20 @@ type Clients struct {
 
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// Kinds are namespaced kinds whose resources are known ahead (the engines' objects); set
-	// before first use. Each cluster's client maps them, and Nodes, Namespaces, ConfigMaps and
-	// Config Sync's ResourceGroups, without discovery; any other kind is discovered from the
-	// cluster when first used. Discovery of a cluster with many CRDs is the largest part of a
-	// client's memory (about 300 KiB each).
-	Kinds []schema.GroupVersionKind
+	// Known maps kinds whose resources are known ahead (KnownKinds), shared by every cluster's
+	// client; set before first use. Any other kind is discovered from the cluster when first
+	// used. Discovery of a cluster with many CRDs is the largest part of a client's memory
+	// (about 300 KiB each).
+	Known meta.RESTMapper
 	// ListTimeout bounds one list of a workload cluster's objects (0: DefaultListTimeout): a
 	// cluster that hangs holds up its own reads only, and the timeout is kept as its answer.
 	ListTimeout time.Duration
 
-	known     sync.Once
-	knownKind meta.RESTMapper
-
 	mu      sync.Mutex
 	clients map[client.ObjectKey]entry
+	// gone holds the UIDs of deleted clusters (Forget), with when they were forgotten: a read
+	// that started before the deletion must not build their client again.
+	gone map[types.UID]time.Time
 	// lists caches recent lists of sync objects by cluster, so health is read with one request
 	// per cluster, kind and namespace per interval however many deployments the cluster has.
 	lists map[client.ObjectKey]map[listKey]cachedList
@@ -71,6 +71,7 @@ type Clients struct {
 
 type entry struct {
 	sum [sha256.Size]byte
+	uid types.UID // of the WorkloadCluster the client was built for
 	// ref is the Secret and key the kubeconfig came from, read at secretRead (zero: read it
 	// again before the next use, after a failed request).
 	ref        v1alpha1.SecretKeyReference
@@ -109,6 +110,10 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	ref := kubeconfigRef(cluster)
 	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
+	if _, gone := c.gone[cluster.UID]; gone && cluster.UID != "" {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("workload cluster %s was deleted", id)
+	}
 	if e, ok := c.clients[id]; ok && e.ref == ref && !e.secretRead.IsZero() && c.clock().Sub(e.secretRead) < KubeconfigMaxAge {
 		c.mu.Unlock()
 		return e.client, nil
@@ -118,7 +123,7 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	data, err := readKubeconfig(ctx, reader, cluster.Namespace, ref)
 	if err != nil {
 		// A Secret deleted or emptied revokes the client at once.
-		c.Forget(id)
+		c.revoke(id)
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
@@ -143,7 +148,10 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("rest mapper for cluster %s: %w", id, err)
 	}
-	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.knownKinds(), discovered}}
+	var mapper meta.RESTMapper = discovered
+	if c.Known != nil {
+		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.Known, discovered}}
+	}
 	cl, err := client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", id, err)
@@ -155,25 +163,24 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
-	c.clients[id] = entry{sum: sum, ref: ref, secretRead: c.clock(), client: cl, discovery: dc}
+	c.clients[id] = entry{sum: sum, uid: cluster.UID, ref: ref, secretRead: c.clock(), client: cl, discovery: dc}
 	// What the old kubeconfig answered may be another cluster's objects.
 	delete(c.lists, id)
 	return cl, nil
 }
 
-// knownKinds maps Kinds and the built-in kinds flotilla reads, shared by every cluster's client.
-func (c *Clients) knownKinds() meta.RESTMapper {
-	c.known.Do(func() {
-		m := meta.NewDefaultRESTMapper(nil)
-		for _, gvk := range append(slices.Clone(c.Kinds), configMapGVK, health.ResourceGroupGVK) {
-			m.Add(gvk, meta.RESTScopeNamespace)
-		}
-		for _, kind := range []string{"Node", "Namespace"} {
-			m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeRoot)
-		}
-		c.knownKind = m
-	})
-	return c.knownKind
+// KnownKinds maps the namespaced kinds given (the engines' objects) and the built-in kinds
+// flotilla reads (Nodes, Namespaces, ConfigMaps and Config Sync's ResourceGroups) without
+// discovery: Clients.Known.
+func KnownKinds(namespaced ...schema.GroupVersionKind) meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range append(slices.Clone(namespaced), configMapGVK, health.ResourceGroupGVK) {
+		m.Add(gvk, meta.RESTScopeNamespace)
+	}
+	for _, kind := range []string{"Node", "Namespace"} {
+		m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeRoot)
+	}
+	return m
 }
 
 var configMapGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
@@ -326,8 +333,35 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 	return items, nil
 }
 
-// Forget drops the client of a cluster that is gone.
+// goneFor is how long a deleted cluster's UID is remembered: longer than a read that started
+// before the deletion can take (a list, its Secret read and its timeout).
+const goneFor = 10 * time.Minute
+
+// Forget drops the client of a cluster that is deleted, and refuses to build one again for the
+// same WorkloadCluster (its UID) from a read that started before: a cluster of the same name
+// created again has another UID.
 func (c *Clients) Forget(id client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
+	for uid, at := range c.gone {
+		if now.Sub(at) > goneFor {
+			delete(c.gone, uid)
+		}
+	}
+	if e, ok := c.clients[id]; ok && e.uid != "" {
+		if c.gone == nil {
+			c.gone = map[types.UID]time.Time{}
+		}
+		c.gone[e.uid] = now
+	}
+	delete(c.clients, id)
+	delete(c.lists, id)
+}
+
+// revoke drops the client of a cluster whose kubeconfig Secret is gone or unusable: the
+// cluster itself may still be there, and gets a client again once the Secret is fixed.
+func (c *Clients) revoke(id client.ObjectKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.clients, id)

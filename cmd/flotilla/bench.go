@@ -41,7 +41,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 				return err
 			}
 			o.Controller = []string{exe, "bench", "controller"}
-			for _, p := range []*string{&o.CPUProfile, &o.MemProfile, &o.APIServerCPUProfile} {
+			for _, p := range []*string{&o.CPUProfile, &o.MemProfile, &o.APIServerCPUProfile, &o.IdleCPUProfile} {
 				if *p != "" {
 					if *p, err = filepath.Abs(*p); err != nil {
 						return err
@@ -78,6 +78,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory: repositories, objects, controller log and cache")
 	f.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write the controller's CPU profile to this file (go tool pprof)")
+	f.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "write the controller's CPU profile over the --idle window to this file (go tool pprof)")
 	f.StringVar(&o.MemProfile, "memprofile", "", "write the controller's heap profile, taken when it stops, to this file")
 	f.StringVar(&o.APIServerCPUProfile, "apiserver-cpuprofile", "", "write kube-apiserver's CPU profile over the start of the cold phase to this file (go tool pprof)")
 	f.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 60, "how many seconds of the cold phase --apiserver-cpuprofile covers")
@@ -114,7 +115,7 @@ func perTransport(o bench.Options) bench.Options {
 	if o.Dir != "" {
 		o.Dir = filepath.Join(o.Dir, o.Transport)
 	}
-	o.CPUProfile, o.MemProfile, o.APIServerCPUProfile = suffix(o.CPUProfile), suffix(o.MemProfile), suffix(o.APIServerCPUProfile)
+	o.CPUProfile, o.MemProfile, o.APIServerCPUProfile, o.IdleCPUProfile = suffix(o.CPUProfile), suffix(o.MemProfile), suffix(o.APIServerCPUProfile), suffix(o.IdleCPUProfile)
 	return o
 }
 

@@ -36,6 +36,7 @@ type controllerOptions struct {
 	kubeconfig       string
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElection   bool
 	leaderNS         string
 	cacheDir         string
@@ -85,6 +86,7 @@ func controllerCmd() *cobra.Command {
 	f.Float64Var(&o.kubeAPIQPS, "kube-api-qps", -1, "client-side limit of requests per second to the API server; -1 (default): none, the API server's Priority and Fairness queues flotilla's requests (a client-side limit of 20/s slows a 300-cluster cold start 5×)")
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "requests over --kube-api-qps allowed in a burst (with a positive --kube-api-qps)")
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -138,6 +140,7 @@ func runController(ctx context.Context, o controllerOptions) error {
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: o.leaderNS,

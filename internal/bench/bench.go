@@ -53,6 +53,9 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
 	// --memprofile.
 	CPUProfile, MemProfile string
+	// IdleCPUProfile, when set, receives a CPU profile of the controller over the idle window
+	// (the bench then passes it --pprof-bind-address).
+	IdleCPUProfile string
 	// APIServerCPUProfile, when set, receives a CPU profile of kube-apiserver over the first
 	// APIServerProfileSeconds (default 60) of the cold phase.
 	APIServerCPUProfile     string
@@ -149,6 +152,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("transport %q: want %s or %s", o.Transport, TransportHTTP, TransportFile)
 	case o.Idle < 0:
 		return o, fmt.Errorf("idle must not be negative")
+	case o.IdleCPUProfile != "" && o.Idle == 0:
+		return o, fmt.Errorf("--idle-cpuprofile needs --idle: it profiles the idle window")
 	case o.Idle > 0 && o.RolloutSteps > 0:
 		return o, fmt.Errorf("--idle and --rollout-steps run apart: the rollout phases take a cluster as healthy once published (no kubeconfig), while --idle reads health back from a workload API server where no GitOps agent makes it healthy, so a rollout would halt at its first step")
 	case o.Workers < 1:

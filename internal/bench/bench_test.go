@@ -143,12 +143,21 @@ func TestBenchFileTransport(t *testing.T) {
 // controller lists each cluster's Flux objects there, and writes nothing to flotilla's objects or
 // to git while nothing changes.
 func TestBenchIdle(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "idle.pprof")
 	report, _ := runBench(t, Options{
-		Clusters: 2,
-		Packages: 1,
-		Idle:     20 * time.Second,
+		Clusters:       2,
+		Packages:       1,
+		Idle:           20 * time.Second,
+		IdleCPUProfile: profile,
 	})
 	idle := report.Idle
+	// A CPU profile is gzipped protobuf.
+	if data, err := os.ReadFile(profile); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("idle CPU profile %s: %v, %d bytes; want a gzipped profile", profile, err, len(data))
+	}
+	if len(idle.ServerWrites) == 0 {
+		t.Error("no writes served by the management API server in the idle window (its own lease renewals at least)")
+	}
 	if idle.Duration < 20*time.Second || total(idle.WorkloadRequests) < 2 || idle.ControllerCPU.total() <= 0 {
 		t.Errorf("idle %+v: want 20 s measured, health read from both clusters and the controller's CPU", idle)
 	}
@@ -170,7 +179,7 @@ func TestBenchIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{"controller CPU, % of one core", "requests/s to the management API server",
-		"requests per workload cluster per health interval", "git requests per Repository per spec.interval", "writes to flotilla's objects"} {
+		"requests per workload cluster per health interval", "git requests per Repository per spec.interval", "writes the management API server served", "writes to flotilla's objects"} {
 		if !strings.Contains(out.String(), "\n"+row) {
 			t.Errorf("table has no row %q:\n%s", row, out.String())
 		}

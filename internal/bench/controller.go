@@ -47,6 +47,9 @@ func (b *run) controllerArgs() []string {
 	if b.o.MemProfile != "" {
 		args = append(args, "--memprofile", b.o.MemProfile)
 	}
+	if b.pprofAddr != "" {
+		args = append(args, "--pprof-bind-address", b.pprofAddr)
+	}
 	return args
 }
 

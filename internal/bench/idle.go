@@ -37,6 +37,9 @@ type Idle struct {
 	// APIRequests and WorkloadRequests are the controller's requests to the management API
 	// server and to the workload API server, by method (rest_client_requests_total).
 	APIRequests, WorkloadRequests map[string]float64
+	// ServerWrites are the writes the management API server served (every client's: the
+	// controller's and the API server's own), by verb and resource (apiserver_request_total).
+	ServerWrites map[string]float64
 	// Requests and CatalogRequests are the git requests to the cluster repositories and the
 	// catalog (zero over file://).
 	Requests, CatalogRequests githttp.Requests
@@ -92,6 +95,11 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	if err != nil {
 		return res, err
 	}
+	serverBefore, err := b.scrapeAPIServer(ctx)
+	if err != nil {
+		return res, err
+	}
+	profiled := b.profileController(ctx, b.o.IdleCPUProfile, b.o.Idle)
 	b.progressf("idle: %s with nothing changing...", b.o.Idle)
 	t0 := time.Now()
 	tick := time.NewTicker(b.o.ProgressInterval)
@@ -112,6 +120,21 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	}
 	after, err := b.snapshot(ctx)
 	if err != nil {
+		return res, err
+	}
+	serverAfter, err := b.scrapeAPIServer(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.ServerWrites = map[string]float64{}
+	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		for k, v := range serverAfter.delta(serverBefore).by("apiserver_request_total", []string{"verb", "resource", "subresource"}, `verb="`+verb+`"`) {
+			if v > 0 {
+				res.ServerWrites[k] = v
+			}
+		}
+	}
+	if err := <-profiled; err != nil {
 		return res, err
 	}
 	res.Duration = time.Since(t0)
@@ -145,14 +168,40 @@ func hostOf(env *testenv.Env) string {
 // byMethod sums the series of name whose labels include every one of labels, by their method
 // label.
 func (m samples) byMethod(name string, labels ...string) map[string]float64 {
+	return m.by(name, []string{"method"}, labels...)
+}
+
+// by sums the series of name whose labels include every one of labels, by the values of the keys
+// given (joined by spaces, a missing or empty one left out).
+func (m samples) by(name string, keys []string, labels ...string) map[string]float64 {
 	out := map[string]float64{}
 	for rest, v := range m.matching(name, labels) {
-		if _, method, found := strings.Cut(rest, `method="`); found {
-			method, _, _ = strings.Cut(method, `"`)
-			out[method] += v
+		var parts []string
+		for _, k := range keys {
+			if val := labelValue(rest, k); val != "" {
+				parts = append(parts, val)
+			}
+		}
+		if len(parts) > 0 {
+			out[strings.Join(parts, " ")] += v
 		}
 	}
 	return out
+}
+
+// labelValue is the value of label key in a series' labels (`a="1",b="2"}`), "" without it.
+func labelValue(labels, key string) string {
+	for _, sep := range []string{"", ","} {
+		prefix := sep + key + `="`
+		if sep == "" && !strings.HasPrefix(labels, prefix) {
+			continue
+		}
+		if i := strings.Index(labels, prefix); i >= 0 {
+			v, _, _ := strings.Cut(labels[i+len(prefix):], `"`)
+			return v
+		}
+	}
+	return ""
 }
 
 func total(m map[string]float64) float64 {
@@ -192,6 +241,7 @@ func (r *Report) printIdle(w io.Writer) error {
 	} else {
 		fmt.Fprintf(tw, "git requests per Repository per spec.interval\t- (file://)\t≤ 1\n")
 	}
+	fmt.Fprintf(tw, "writes the management API server served (all clients)\t%s\t\n", methods(d.ServerWrites))
 	var writes []string
 	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
 		s := d.Writes[k]

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +46,7 @@ type run struct {
 	c                        client.WithWatch
 	t                        *tracker
 	ctrl                     *controllerProc
+	pprofAddr                string   // the controller's --pprof-bind-address (Options.IdleCPUProfile)
 	last                     snapshot // at the end of the previous phase
 	start                    time.Time
 }
@@ -208,6 +212,13 @@ func (b *run) create(ctx context.Context, objs []client.Object) error {
 
 func (b *run) startController() error {
 	b.progressf("starting the controller: %v", b.o.Controller)
+	if b.o.IdleCPUProfile != "" && b.pprofAddr == "" {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		b.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
+	}
 	var err error
 	b.ctrl, err = startController(b.o.Controller, b.controllerArgs(), filepath.Join(b.dir, "controller.log"))
 	return err
@@ -231,6 +242,57 @@ func (b *run) cacheDir() string { return filepath.Join(b.dir, "controller-cache"
 
 func (b *run) progressf(format string, args ...any) {
 	fmt.Fprintf(b.o.Progress, "[%6.1fs] "+format+"\n", append([]any{time.Since(b.start).Seconds()}, args...)...)
+}
+
+// scrapeAPIServer reads the management API server's metrics.
+func (b *run) scrapeAPIServer(ctx context.Context) (samples, error) {
+	cs, err := kubernetes.NewForConfig(b.env.Config)
+	if err != nil {
+		return nil, err
+	}
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").Timeout(30 * time.Second).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
+	}
+	return parseSamples(bytes.NewReader(data))
+}
+
+// profileController writes a CPU profile of the controller over the next d to path (its
+// --pprof-bind-address, which the bench sets only then), when path is set; the channel yields
+// the outcome once written.
+func (b *run) profileController(ctx context.Context, path string, d time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if path == "" {
+		done <- nil
+		return done
+	}
+	go func() {
+		seconds := max(int(d.Seconds()), 1)
+		ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+		defer cancel()
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, seconds)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- fmt.Errorf("profile the controller: %w", err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", resp.Status, data)
+		}
+		if err != nil {
+			done <- fmt.Errorf("profile the controller: %w", err)
+			return
+		}
+		done <- os.WriteFile(path, data, 0o644)
+	}()
+	return done
 }
 
 // profileAPIServer writes a CPU profile of kube-apiserver (its /debug/pprof/profile endpoint) over

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -74,11 +75,19 @@ controller_runtime_reconcile_total{controller="packageset",result="error"} 3
 controller_runtime_reconcile_total{controller="workloadcluster",result="success"} 7
 flotilla_publish_duration_seconds_sum 1.5
 flotilla_publish_duration_seconds_count 4
+apiserver_request_total{code="200",component="apiserver",group="flotilla.dev",resource="workloadclusters",subresource="status",verb="PATCH",version="v1alpha1"} 5
+apiserver_request_total{code="200",component="apiserver",group="flotilla.dev",resource="workloadclusters",subresource="",verb="PATCH",version="v1alpha1"} 2
+apiserver_request_total{code="409",component="apiserver",group="flotilla.dev",resource="workloadclusters",subresource="status",verb="PATCH",version="v1alpha1"} 1
+apiserver_request_total{code="200",component="apiserver",group="coordination.k8s.io",resource="leases",subresource="",verb="PUT",version="v1"} 4
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := samples{`controller_runtime_reconcile_total{controller="packageset",result="success"}`: 2}
+	patches := m.by("apiserver_request_total", []string{"verb", "resource", "subresource"}, `verb="PATCH"`)
+	if want := map[string]float64{"PATCH workloadclusters status": 6, "PATCH workloadclusters": 2}; !maps.Equal(patches, want) {
+		t.Errorf("PATCHes by resource: %v, want %v", patches, want)
+	}
 	for _, c := range []struct {
 		name   string
 		got    float64

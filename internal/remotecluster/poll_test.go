@@ -31,11 +31,22 @@ import (
 // notifies everyone once; a cluster nobody watches any more is not listed.
 func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	_, cfg, admin := startAPIServer(t)
-	var lists atomic.Int32
+	var lists, fullLists atomic.Int32
 	var failing, hanging atomic.Bool
+	var readsMu sync.Mutex
+	var reads []string // the objects read one by one, in full
 	srv := apiproxy.Serve(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
+		const path = "/api/v1/namespaces/default/configmaps"
+		if r.Method == http.MethodGet && r.URL.Path == path {
 			lists.Add(1)
+			if !strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+				fullLists.Add(1)
+			}
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, path+"/"); ok && r.Method == http.MethodGet {
+			readsMu.Lock()
+			reads = append(reads, name)
+			readsMu.Unlock()
 		}
 		if failing.Load() {
 			http.Error(w, "the test says no", http.StatusServiceUnavailable)
@@ -95,17 +106,29 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	read := lists.Load()
 	go func() { _ = p.Start(ctx) }()
 
+	// takeReads returns (and clears) the objects read in full since the last call.
+	takeReads := func() []string {
+		readsMu.Lock()
+		defer readsMu.Unlock()
+		got := reads
+		reads = nil
+		return got
+	}
 	// quiet waits n intervals and checks that nobody was notified and the cluster was listed at
-	// most once per interval.
+	// most once per interval, metadata only, with no object read in full.
 	quiet := func(n int, when string) {
 		t.Helper()
-		before := lists.Load()
+		before, beforeFull := lists.Load(), fullLists.Load()
+		takeReads()
 		time.Sleep(time.Duration(n) * interval)
 		if got := take(); len(got) != 0 {
 			t.Fatalf("%s: notified %v with nothing changed", when, got)
 		}
 		if got := lists.Load() - before; got > int32(n)+1 {
 			t.Fatalf("%s: %d lists in %d intervals, want at most one per interval", when, got, n)
+		}
+		if got, read := fullLists.Load()-beforeFull, takeReads(); got != 0 || len(read) != 0 {
+			t.Fatalf("%s: %d full lists and %v read in full with nothing changed, want metadata-only lists", when, got, read)
 		}
 	}
 	// expect waits for exactly want to be notified.
@@ -142,8 +165,12 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	takeReads()
 	update("b")
 	expect("b changed", "w-b")
+	if got := takeReads(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("b changed: read %v in full, want b alone", got)
+	}
 
 	// A change that lands between a watcher's read and its Watch, listed by the poller before
 	// the Watch, is not lost: the poller compares with what the watcher read.
@@ -167,8 +194,17 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	}
 	expect("a deleted", "w-a")
 	// An object nobody follows changes: nobody is told.
+	takeReads()
 	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unfollowed", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
+	}
+	// It is read in full once (the list does not know who follows what), then only listed.
+	time.Sleep(3 * interval)
+	if got := take(); len(got) != 0 {
+		t.Fatalf("an unfollowed object created: notified %v", got)
+	}
+	if got := takeReads(); !slices.Equal(got, []string{"unfollowed"}) {
+		t.Fatalf("an unfollowed object created: read %v in full, want it once", got)
 	}
 	quiet(4, "an unfollowed object created")
 

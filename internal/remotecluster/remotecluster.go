@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,6 +95,9 @@ type cachedList struct {
 	ref   v1alpha1.SecretKeyReference // the kubeconfig the answer came through
 	items map[string]*unstructured.Unstructured
 	err   error
+	// known are the objects of the last list that succeeded through ref (kept over failures):
+	// the next list reads in full only what changed since.
+	known map[string]*unstructured.Unstructured
 }
 
 func (c *Clients) clock() time.Time {
@@ -289,14 +293,25 @@ func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alp
 	if timeout <= 0 {
 		timeout = DefaultListTimeout
 	}
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	prev := c.lists[id][key]
+	c.mu.Unlock()
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
-	l.items, l.err = c.listNow(reqCtx, reader, cluster, key)
+	if prev.known != nil && prev.ref == l.ref {
+		l.items, l.err = c.listChanged(reqCtx, reader, cluster, key, prev.known)
+		l.known = prev.known
+	} else {
+		l.items, l.err = c.listNow(reqCtx, reader, cluster, key)
+	}
 	cancel()
+	if l.err == nil {
+		l.known = l.items
+	}
 	if l.err != nil && ctx.Err() != nil {
 		return l
 	}
 	l.at = c.clock()
-	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lists == nil {
@@ -317,20 +332,61 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
 	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			// The cluster answers, without this kind: its engine is not installed, or not at
-			// the version flotilla writes.
-			return nil, fmt.Errorf("list %s in workload cluster %s: %w: the API server does not serve %s (is the engine's CRD installed, at this version?): %w",
-				key.gvk.Kind, cluster.Name, ErrKindNotServed, key.gvk.GroupVersion().WithKind(key.gvk.Kind), err)
-		}
-		c.Failed(cluster)
-		return nil, fmt.Errorf("list %s in workload cluster %s: %w", key.gvk.Kind, cluster.Name, err)
+		return nil, c.listError(cluster, key, err)
 	}
 	items := make(map[string]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
 		items[list.Items[i].GetName()] = &list.Items[i]
 	}
 	return items, nil
+}
+
+// listChanged lists key's objects' metadata only, and reads in full only the objects that are
+// not in prev at the same resourceVersion: a quiet cluster costs one small answer per interval,
+// not its sync objects' whole status (a Flux Kustomization's inventory, an Application's
+// resource tree) decoded every time.
+func (c *Clients) listChanged(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey, prev map[string]*unstructured.Unstructured) (map[string]*unstructured.Unstructured, error) {
+	cl, err := c.For(ctx, reader, cluster)
+	if err != nil {
+		return nil, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
+	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
+		return nil, c.listError(cluster, key, err)
+	}
+	items := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		name := list.Items[i].Name
+		if old, ok := prev[name]; ok && old.GetResourceVersion() == list.Items[i].ResourceVersion {
+			items[name] = old
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(key.gvk)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // deleted since the list
+			}
+			c.Failed(cluster)
+			return nil, fmt.Errorf("read %s %s/%s in workload cluster %s: %w", key.gvk.Kind, key.namespace, name, cluster.Name, err)
+		}
+		items[name] = obj
+	}
+	return items, nil
+}
+
+// listError is what a failed list of key says; a cluster that did not answer has its kubeconfig
+// read again before the next use.
+func (c *Clients) listError(cluster *v1alpha1.WorkloadCluster, key listKey, err error) error {
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		// The cluster answers, without this kind: its engine is not installed, or not at the
+		// version flotilla writes.
+		return fmt.Errorf("list %s in workload cluster %s: %w: the API server does not serve %s (is the engine's CRD installed, at this version?): %w",
+			key.gvk.Kind, cluster.Name, ErrKindNotServed, key.gvk.GroupVersion().WithKind(key.gvk.Kind), err)
+	}
+	c.Failed(cluster)
+	return fmt.Errorf("list %s in workload cluster %s: %w", key.gvk.Kind, cluster.Name, err)
 }
 
 // goneFor is how long a deleted cluster's UID is remembered: longer than a read that started

@@ -130,6 +130,27 @@ func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
 	return m.snapshot(r.branch())
 }
 
+// RefreshWithin is Refresh, unless the mirror was fetched with r's credentials less than maxAge
+// ago and after after (when a refresh was asked for): then it answers from the mirror without a
+// request. It returns when the fetch the snapshot reflects was made. A publish fetches before it
+// pushes, and its push updates the mirror, so a poll within maxAge of it has nothing to learn:
+// polling from the last fetch on still sees another writer's push within maxAge.
+func (s *Store) RefreshWithin(ctx context.Context, r Remote, maxAge time.Duration, after time.Time) (Snapshot, time.Time, error) {
+	m, ep, unlock, err := s.lock(r)
+	if err != nil {
+		return Snapshot{}, time.Time{}, err
+	}
+	defer unlock()
+	now := s.now()
+	if m.fetched.IsZero() || m.credential != ep.credential || now.Sub(m.fetched) >= maxAge || !m.fetched.After(after) {
+		if err := s.fetch(ctx, m, ep); err != nil {
+			return Snapshot{}, time.Time{}, err
+		}
+	}
+	snap, err := m.snapshot(r.branch())
+	return snap, m.fetched, err
+}
+
 // lock returns the mirror for r, locked, and the endpoint to reach r.
 func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 	if r.OCI {

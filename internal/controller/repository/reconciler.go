@@ -16,7 +16,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
@@ -30,7 +34,7 @@ import (
 
 // Git is the part of pkgrepo.Store the reconciler uses.
 type Git interface {
-	Refresh(ctx context.Context, r pkgrepo.Remote) (pkgrepo.Snapshot, error)
+	RefreshWithin(ctx context.Context, r pkgrepo.Remote, maxAge time.Duration, after time.Time) (pkgrepo.Snapshot, time.Time, error)
 }
 
 // Reconciler reconciles Repository objects.
@@ -45,6 +49,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories/status,verbs=patch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconcile fetches the repository and records what it saw.
@@ -70,7 +75,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileOCI(ctx, repo, remote)
 		return ctrl.Result{RequeueAfter: interval(repo)}, nil
 	}
-	snap, err := r.Git.Refresh(ctx, remote)
+	// A publish to this repository fetched it within the interval (and pushed): the mirror
+	// answers, and the next poll is one interval after that fetch. A refresh asked for (the
+	// webhook receiver's annotation) after it fetches at once.
+	every := interval(repo)
+	snap, fetched, err := r.Git.RefreshWithin(ctx, remote, every, refreshRequested(repo))
 	if err != nil {
 		// Not returned (the condition carries it and the poll retries): logged once per poll.
 		log.FromContext(ctx).Info("fetch failed", "error", err.Error())
@@ -80,7 +89,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	repo.Status.Head, repo.Status.RefsDigest = snap.Head, snap.RefsDigest
 	setFetched(repo, snap)
 	repo.Status.ObservedGeneration = repo.Generation
-	return ctrl.Result{RequeueAfter: interval(repo)}, nil
+	return ctrl.Result{RequeueAfter: max(time.Until(fetched.Add(every)), time.Second)}, nil
+}
+
+// refreshRequested is when the webhook receiver asked for a fetch (its annotation); an
+// annotation that is not a time asks for one now.
+func refreshRequested(repo *v1alpha1.Repository) time.Time {
+	v, ok := repo.Annotations[v1alpha1.AnnotationRefreshRequested]
+	if !ok {
+		return time.Time{}
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Now()
+	}
+	return at
 }
 
 // reconcileOCI polls an OCI repository: a registry cannot list its packages, so it resolves the
@@ -135,7 +158,44 @@ func interval(repo *v1alpha1.Repository) time.Duration {
 // DefaultInterval is how often a Repository without spec.interval is fetched.
 const DefaultInterval = time.Minute
 
-// SetupWithManager registers the reconciler.
+// SetupWithManager registers the reconciler: a Repository is reconciled when it changes, every
+// interval, and when a WorkloadCluster published to it (its status then says what the cluster
+// pushed, from the mirror, without a request).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly())).Named("repository").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly())).
+		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(clusterRepository), builder.WithPredicates(published())).
+		Named("repository").Complete(r)
+}
+
+// clusterRepository is the Repository a WorkloadCluster publishes to.
+func clusterRepository(_ context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*v1alpha1.WorkloadCluster)
+	if !ok || c.Spec.Repository.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Repository.Name}}}
+}
+
+// published passes a WorkloadCluster update whose published or proposed commit changed.
+func published() predicate.Predicate {
+	commits := func(o client.Object) [2]string {
+		var out [2]string
+		if c, ok := o.(*v1alpha1.WorkloadCluster); ok {
+			if dp := c.Status.DeployedPackages; dp != nil {
+				out[0] = dp.Commit
+			}
+			if p := c.Status.Proposal; p != nil {
+				out[1] = p.Commit
+			}
+		}
+		return out
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return commits(e.ObjectOld) != commits(e.ObjectNew)
+		},
+	}
 }

@@ -152,7 +152,7 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("rest mapper for cluster %s: %w", id, err)
 	}
-	var mapper meta.RESTMapper = discovered
+	mapper := discovered
 	if c.Known != nil {
 		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.Known, discovered}}
 	}
@@ -298,12 +298,10 @@ func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alp
 	prev := c.lists[id][key]
 	c.mu.Unlock()
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
-	if prev.known != nil && prev.ref == l.ref {
-		l.items, l.err = c.listChanged(reqCtx, reader, cluster, key, prev.known)
+	if prev.ref == l.ref {
 		l.known = prev.known
-	} else {
-		l.items, l.err = c.listNow(reqCtx, reader, cluster, key)
 	}
+	l.items, l.err = c.listNow(reqCtx, reader, cluster, key, l.known)
 	cancel()
 	if l.err == nil {
 		l.known = l.items
@@ -324,34 +322,31 @@ func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alp
 	return l
 }
 
-func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey) (map[string]*unstructured.Unstructured, error) {
+// listNow lists key's objects in the workload cluster. With prev (the objects of the last list
+// that succeeded), it lists their metadata only and reads in full only the objects that are not
+// in prev at the same resourceVersion: a quiet cluster costs one small answer per interval, not
+// its sync objects' whole status (a Flux Kustomization's inventory, an Application's resource
+// tree) decoded every time.
+func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey, prev map[string]*unstructured.Unstructured) (map[string]*unstructured.Unstructured, error) {
 	cl, err := c.For(ctx, reader, cluster)
 	if err != nil {
 		return nil, err
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
-	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
-		return nil, c.listError(cluster, key, err)
-	}
-	items := make(map[string]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		items[list.Items[i].GetName()] = &list.Items[i]
-	}
-	return items, nil
-}
-
-// listChanged lists key's objects' metadata only, and reads in full only the objects that are
-// not in prev at the same resourceVersion: a quiet cluster costs one small answer per interval,
-// not its sync objects' whole status (a Flux Kustomization's inventory, an Application's
-// resource tree) decoded every time.
-func (c *Clients) listChanged(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey, prev map[string]*unstructured.Unstructured) (map[string]*unstructured.Unstructured, error) {
-	cl, err := c.For(ctx, reader, cluster)
-	if err != nil {
-		return nil, err
+	listGVK := key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List")
+	if prev == nil {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
+			return nil, c.listError(cluster, key, err)
+		}
+		items := make(map[string]*unstructured.Unstructured, len(list.Items))
+		for i := range list.Items {
+			items[list.Items[i].GetName()] = &list.Items[i]
+		}
+		return items, nil
 	}
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List"))
+	list.SetGroupVersionKind(listGVK)
 	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
 		return nil, c.listError(cluster, key, err)
 	}

@@ -18,7 +18,8 @@ type RepositorySpec struct {
 	// +optional
 	OCI *OCIRepository `json:"oci,omitempty"`
 
-	// Interval is how often flotilla polls the repository for new branches and tags.
+	// Interval is how often flotilla polls the repository for new branches and tags. A fetch
+	// flotilla made for its own publish counts as a poll (the next one comes an interval later).
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="interval must be at least 5s"
 	// +optional

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -134,7 +133,7 @@ func runController(ctx context.Context, o controllerOptions) error {
 		leaderID = fmt.Sprintf("flotilla-%x.flotilla.dev", sum[:4])
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache: namespaced.Cache(cacheOptions(sel), namespaces),
+		Cache: namespaced.Cache(controller.CacheOptions(sel), namespaces),
 		// A git server that hangs must not hold a worker forever.
 		Controller:              config.Controller{ReconciliationTimeout: o.reconcileTimeout},
 		Scheme:                  scheme.New(),
@@ -162,7 +161,7 @@ func runController(ctx context.Context, o controllerOptions) error {
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
 	ctx = ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Shard: sel, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
 	}
 	if o.dashboardAddr != "" {
@@ -172,11 +171,4 @@ func runController(ctx context.Context, o controllerOptions) error {
 		}
 	}
 	return mgr.Start(ctx)
-}
-
-// cacheOptions are the reconcilers' cache settings, restricted to the shard's objects.
-func cacheOptions(sel labels.Selector) cache.Options {
-	opts := controller.CacheOptions()
-	opts.DefaultLabelSelector = sel
-	return opts
 }

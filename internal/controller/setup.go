@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
@@ -51,17 +55,29 @@ type Options struct {
 	// WatchNamespaces, when not empty, confines the reads that go past the cache to these
 	// namespaces (--watch-namespaces; the manager's cache is restricted with namespaced.Cache).
 	WatchNamespaces []string
+	// Shard, when not nil, is this replica's --watch-label-selector: it reconciles only the
+	// objects whose labels match (the manager's cache holds only those, CacheOptions). Every
+	// Repository is read, for a shard's sets may deploy from a catalog another shard polls.
+	Shard labels.Selector
 }
 
 // DefaultWorkers is the default of Options.Workers: publishing waits on git round trips, so a
 // few publishes in flight keep the CPU busy even on a small machine.
 const DefaultWorkers = 4
 
-// CacheOptions are the cache settings every manager running the reconcilers should use: managed
-// fields are dropped before objects are stored (no reconciler reads them, and they are a large
-// share of each cached deployment at fleet size).
-func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+// CacheOptions are the cache settings every manager running the reconcilers should use, with
+// shard its Options.Shard (nil: every object). Managed fields are dropped before objects are
+// stored (no reconciler reads them, and they are a large share of each cached deployment at fleet
+// size). A shard caches only the objects its selector matches, except Repositories: those are all
+// read, so that a shard's sets and deployments can resolve a catalog that carries another shard's
+// label (or none); the Repository reconciler polls only its shard's.
+func CacheOptions(shard labels.Selector) cache.Options {
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if shard != nil && !shard.Empty() {
+		opts.DefaultLabelSelector = shard
+		opts.ByObject = map[client.Object]cache.ByObject{&v1alpha1.Repository{}: {Label: labels.Everything()}}
+	}
+	return opts
 }
 
 // Setup registers the indexes and every reconciler with mgr; all git I/O goes through store.
@@ -83,7 +99,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	sources := fleet.Sources{Store: store, Registry: &ocipkg.Cache{TTL: ttl}}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry},
+		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry, Shard: opts.Shard},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},

@@ -130,7 +130,7 @@ func (e *Env) Stop() error { return e.env.Stop() }
 func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:  scheme.New(),
-		Cache:   controller.CacheOptions(),
+		Cache:   controller.CacheOptions(nil),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// As `flotilla controller --reconcile-timeout`, shorter: fault tests hang the git server.
 		Controller: config.Controller{ReconciliationTimeout: 10 * time.Second},

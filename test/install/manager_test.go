@@ -288,30 +288,53 @@ func buildFlotilla(t *testing.T) string {
 // output, which is printed when the test fails.
 func start(t *testing.T, bin string, args []string) *syncBuffer {
 	t.Helper()
-	logs := &syncBuffer{}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	return startProcess(t, bin, args).logs
+}
+
+// process is a flotilla run by startProcess.
+type process struct {
+	logs   *syncBuffer
+	cmd    *exec.Cmd
+	done   chan error // yields Wait's result once
+	killed bool
+}
+
+// kill ends the process at once (SIGKILL: no lease released, nothing flushed), as a node that dies.
+func (p *process) kill() {
+	p.killed = true
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// startProcess runs bin with args until the test ends (SIGTERM, as the kubelet does) or kill;
+// its output is printed when the test fails.
+func startProcess(t *testing.T, bin string, args []string) *process {
+	t.Helper()
+	p := &process{logs: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("flotilla controller did not stop cleanly on SIGTERM: %v", err)
+		if !p.killed {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-p.done:
+				if err != nil {
+					t.Errorf("flotilla controller did not stop cleanly on SIGTERM: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				_ = p.cmd.Process.Kill()
+				t.Errorf("flotilla controller did not stop within 30s of SIGTERM")
 			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("flotilla controller did not stop within 30s of SIGTERM")
 		}
 		if t.Failed() || os.Getenv("FLOTILLA_TEST_LOG") != "" {
-			t.Logf("flotilla %s\n%s", strings.Join(args, " "), logs.String())
+			t.Logf("flotilla %s\n%s", strings.Join(args, " "), p.logs.String())
 		}
 	})
-	return logs
+	return p
 }
 
 func get(t *testing.T, url string) int {

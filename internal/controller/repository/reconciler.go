@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,9 @@ type Reconciler struct {
 	Git       Git
 	// Registry resolves the packages of OCI repositories.
 	Registry fleet.Registry
+	// Shard, when not nil, is the replica's --watch-label-selector: the cache holds every
+	// Repository (other shards' sets may read them), this reconciler polls only the matching ones.
+	Shard labels.Selector
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch;patch
@@ -57,6 +61,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	repo := &v1alpha1.Repository{}
 	if err := r.Client.Get(ctx, req.NamespacedName, repo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.inShard(repo) {
+		return ctrl.Result{}, nil // another shard's: polled and written by its replica
 	}
 	p := patch.New(r.Client, repo)
 	defer func() {
@@ -162,9 +169,15 @@ const DefaultInterval = time.Minute
 // interval, and when a WorkloadCluster published to it (its status then says what the cluster
 // pushed, from the mirror, without a request).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly())).
+	inShard := predicate.NewPredicateFuncs(r.inShard)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly(), inShard)).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(clusterRepository), builder.WithPredicates(published())).
 		Named("repository").Complete(r)
+}
+
+// inShard says whether this replica polls o (always without a shard).
+func (r *Reconciler) inShard(o client.Object) bool {
+	return r.Shard == nil || r.Shard.Matches(labels.Set(o.GetLabels()))
 }
 
 // clusterRepository is the Repository a WorkloadCluster publishes to.

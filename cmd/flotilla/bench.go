@@ -71,6 +71,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 	f.IntVar(&o.Packages, "packages", 5, "number of catalog packages (each published as v1 and v2)")
 	f.IntVar(&o.Sets, "sets", 0, "number of PackageSets, each deploying one package to every cluster (default: --packages)")
 	f.IntVar(&o.RolloutSteps, "rollout-steps", 0, "add two rollout phases: set s-00 rolls out v2→v1 and back as a RollingUpdate of this many steps (clusters labelled into waves, partitionBy), reporting each step")
+	f.IntVar(&o.Shards, "shards", 1, "run the controller as this many shards (one process each, --watch-label-selector shard=shard-K, --leader-elect), then kill the last one, move s-00 back to v1 and restart it: shows each cluster is handled by one shard and a dead shard's clusters are left alone")
 	f.DurationVar(&o.Idle, "idle", 0, "after the last phase, measure this long of nothing changing (CPU, API and git requests, writes), with every cluster's health read back from a workload API server the bench starts; e.g. 5m")
 	f.StringVar(&transport, "transport", bench.TransportHTTP, "how the controller reaches the repositories: http (a smart-HTTP git server in the bench), file (file:// URLs), or both (the whole bench once over each)")
 	f.IntVar(&o.Workers, "workers", 0, "the controller's --workers, and how many clusters the git floor runs at once (default: the controller's, 4)")

@@ -33,6 +33,12 @@ type Options struct {
 	// every cluster gets a kubeconfig (one workload API server for all) and the Flux engine, so
 	// health is read back; over file:// not (Flux cannot sync file:// repositories).
 	Idle time.Duration
+	// Shards, when more than 1, runs the controller as that many shards over the one fleet (one
+	// process each, --watch-label-selector shard=shard-K, leader election on), and adds two
+	// phases after the bump: the last shard is killed and set s-00 moves back to v1 (the other
+	// shards' clusters follow, the killed shard's stay as they are), then the shard restarts
+	// and catches up.
+	Shards int
 	// Transport is how the controller, the git floor and the local mode reach every repository:
 	// TransportHTTP (default) or TransportFile.
 	Transport string
@@ -80,6 +86,10 @@ type Report struct {
 	// steps in Rollout and Forward.
 	RolloutPhase, ForwardPhase Phase
 	Rollout, Forward           Rollout
+	// KillPhase and RecoverPhase are the shard phases (Options.Shards), with what they showed
+	// in Shards.
+	KillPhase, RecoverPhase Phase
+	Shards                  ShardsReport
 	// Idle is the idle window (Options.Idle).
 	Idle Idle
 	// PeakRSS is the controller's VmHWM at the end of the run.
@@ -117,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps, health: o.Idle > 0 && o.Transport == TransportHTTP}}
+	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps, shards: o.Shards, health: o.Idle > 0 && o.Transport == TransportHTTP}}
 	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir, Transport: o.Transport}
 	return b.report, b.run(ctx)
 }
@@ -125,6 +135,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func (o Options) withDefaults() (Options, error) {
 	if o.Sets == 0 {
 		o.Sets = o.Packages
+	}
+	if o.Shards == 0 {
+		o.Shards = 1
 	}
 	if o.Transport == "" {
 		o.Transport = TransportHTTP
@@ -156,6 +169,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("--idle-cpuprofile needs --idle: it profiles the idle window")
 	case o.Idle > 0 && o.RolloutSteps > 0:
 		return o, fmt.Errorf("--idle and --rollout-steps run apart: the rollout phases take a cluster as healthy once published (no kubeconfig), while --idle reads health back from a workload API server where no GitOps agent makes it healthy, so a rollout would halt at its first step")
+	case o.Shards < 1 || o.Shards > o.Clusters:
+		return o, fmt.Errorf("shards must be between 1 and the number of clusters")
+	case o.Shards > 1 && (o.Idle > 0 || o.RolloutSteps > 0):
+		return o, fmt.Errorf("--shards runs apart from --idle and --rollout-steps: their figures are those of one controller process")
+	case o.Shards > 1 && (o.CPUProfile != "" || o.MemProfile != ""):
+		return o, fmt.Errorf("--cpuprofile and --memprofile profile one controller: run them with --shards 1")
 	case o.Workers < 1:
 		return o, fmt.Errorf("workers must be at least 1")
 	case len(o.Controller) == 0:

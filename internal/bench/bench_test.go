@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,6 +187,42 @@ func TestBenchIdle(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Clusters: 1, Packages: 1, Idle: time.Second, RolloutSteps: 1, Controller: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "--rollout-steps") {
 		t.Errorf("--idle with --rollout-steps: %v, want a refusal that says why", err)
+	}
+}
+
+// TestBenchShards runs 4 clusters as 2 shards over file://: each shard's controller publishes its
+// own 2 clusters once in the cold phase; killed, the last shard's clusters get no commit and keep
+// their pins while the other shard's follow s-00 back to v1; restarted, it catches up; and the
+// trees still equal the local mode's (one process, no shards) at the same revisions.
+func TestBenchShards(t *testing.T) {
+	report, _ := runBench(t, Options{Clusters: 4, Packages: 1, Shards: 2, Transport: TransportFile})
+	s := report.Shards
+	if fmt.Sprint(s.Names, s.Clusters, s.ColdPublished) != "[shard-0 shard-1] [2 2] [2 2]" {
+		t.Errorf("shards %v with clusters %v published %v in the cold phase, want 2 each, once per cluster", s.Names, s.Clusters, s.ColdPublished)
+	}
+	if s.Killed != "shard-1" || s.KilledCommits != 0 || s.KilledMoved != 0 {
+		t.Errorf("killed %s: its clusters got %d commits and %d moved, want 0 and 0", s.Killed, s.KilledCommits, s.KilledMoved)
+	}
+	if k := report.KillPhase; !k.Done || k.Converged != 2 || k.Git.Commits != 2 {
+		t.Errorf("kill phase: %d live clusters converged (done %v), %d commits; want shard-0's 2, one commit each", k.Converged, k.Done, k.Git.Commits)
+	}
+	if r := report.RecoverPhase; !r.Done || r.Converged != 4 || r.Git.Commits != 2 {
+		t.Errorf("recover phase: %d/4 converged (done %v), %d commits; want all, one commit per shard-1 cluster", r.Converged, r.Done, r.Git.Commits)
+	}
+	if l := report.Local; l.Failed != 0 || l.Identical != 4 {
+		t.Errorf("local mode: %d failed, %d/4 trees identical to the sharded controllers'", l.Failed, l.Identical)
+	}
+	var out bytes.Buffer
+	if err := report.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"KILL (shard-1 SIGKILL", "RECOVER (shard-1 restarted)", "\nshard-1  2", "(shards summed)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := Run(context.Background(), Options{Clusters: 2, Packages: 1, Shards: 2, Idle: time.Second, Controller: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "--idle") {
+		t.Errorf("--shards with --idle: %v, want a refusal that says why", err)
 	}
 }
 

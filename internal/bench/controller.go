@@ -29,14 +29,24 @@ type controllerProc struct {
 	stopErr  error
 }
 
-// controllerArgs are the flags the bench gives the controller, started as the docs tell users to:
-// --kubeconfig, and the controller's defaults for everything else (the client-side rate limit
-// included), --workers written out because the git floor runs as many at once.
-func (b *run) controllerArgs() []string {
+// controllerArgs are the flags the bench gives the controller of shard k, started as the docs
+// tell users to: --kubeconfig, and the controller's defaults for everything else (the client-side
+// rate limit included), --workers written out because the git floor runs as many at once. With
+// shards, each has its selector and its own cache directory, and elects its leader as the
+// Deployment does (--leader-elect), the lease in the fleet's namespace.
+func (b *run) controllerArgs(k int) []string {
+	cache := b.cacheDir()
+	if b.f.shards > 1 {
+		cache = filepath.Join(cache, b.f.shardName(k)) // a process's mirrors are its own
+	}
 	args := []string{
 		"--kubeconfig", b.kubeconfig,
-		"--cache-dir", b.cacheDir(),
+		"--cache-dir", cache,
 		"--workers", strconv.Itoa(b.o.Workers),
+	}
+	if b.f.shards > 1 {
+		args = append(args, "--watch-label-selector", shardLabel+"="+b.f.shardName(k),
+			"--leader-elect", "--leader-election-namespace", namespace)
 	}
 	if b.o.Transport == TransportFile {
 		args = append(args, "--allow-local-repositories") // off by default: local repositories
@@ -161,4 +171,131 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "\n  " + strings.Join(lines, "\n  ")
+}
+
+// controllers are the controller processes of a run: one, or one per shard (--shards). A
+// process the bench killed counts with what it last reported (CPU, metrics, peak RSS).
+type controllers struct {
+	procs []*controllerProc
+	// last holds the killed processes' final readings, by index in procs.
+	last map[int]reading
+}
+
+// reading is what a process reported last.
+type reading struct {
+	cpu     cpuTimes
+	metrics samples
+	rss     int64
+}
+
+func (cs *controllers) live(i int) bool { _, dead := cs.last[i]; return !dead }
+
+// kill ends process i at once (SIGKILL: no lease released), as a node that dies, after reading
+// its CPU, metrics and peak RSS.
+func (cs *controllers) kill(ctx context.Context, i int) error {
+	p := cs.procs[i]
+	var r reading
+	var err error
+	if r.cpu, err = p.cpu(); err != nil {
+		return err
+	}
+	if r.metrics, err = p.scrape(ctx); err != nil {
+		return err
+	}
+	if r.rss, err = p.peakRSS(); err != nil {
+		return err
+	}
+	if cs.last == nil {
+		cs.last = map[int]reading{}
+	}
+	cs.last[i] = r
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return nil
+}
+
+// exited returns why a process the bench did not kill is gone, nil while all run.
+func (cs *controllers) exited() error {
+	for i, p := range cs.procs {
+		if cs.live(i) {
+			if err := p.exited(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cpu is the processes' CPU, summed.
+func (cs *controllers) cpu() (cpuTimes, error) {
+	var sum cpuTimes
+	for i, p := range cs.procs {
+		c, err := cs.last[i].cpu, error(nil)
+		if cs.live(i) {
+			c, err = p.cpu()
+		}
+		if err != nil {
+			return sum, err
+		}
+		sum.Self, sum.Children = sum.Self+c.Self, sum.Children+c.Children
+	}
+	return sum, nil
+}
+
+// peakRSS is the processes' peak RSS, summed (what the fleet's controllers hold at most).
+func (cs *controllers) peakRSS() (int64, error) {
+	var sum int64
+	for i, p := range cs.procs {
+		n, err := cs.last[i].rss, error(nil)
+		if cs.live(i) {
+			n, err = p.peakRSS()
+		}
+		if err != nil {
+			return sum, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// scrape reads every process's metrics and adds them up, series by series.
+func (cs *controllers) scrape(ctx context.Context) (samples, error) {
+	sum := samples{}
+	for i, p := range cs.procs {
+		m, err := cs.last[i].metrics, error(nil)
+		if cs.live(i) {
+			m, err = p.scrape(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// stop stops every process still running; the first error wins.
+func (cs *controllers) stop() error {
+	var first error
+	for i, p := range cs.procs {
+		if cs.live(i) {
+			if err := p.stop(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// logs names the processes' log files.
+func (cs *controllers) logs() string {
+	var paths []string
+	for _, p := range cs.procs {
+		paths = append(paths, p.logPath)
+	}
+	return strings.Join(paths, ", ")
 }

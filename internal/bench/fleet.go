@@ -30,6 +30,10 @@ type fleet struct {
 	clusters, packages, sets int
 	// waves, when not 0, labels the clusters into that many waves for the rollout phases.
 	waves int
+	// shards, when more than 1, splits the fleet: cluster i and its Repository belong to shard
+	// i mod shards (label shardLabel), the catalog to shard 0, and every set has one copy per
+	// shard, which targets that shard's clusters and names its deployments as the set would.
+	shards int
 	// health gives every cluster a kubeconfig (the Secret workloadSecret, one workload API
 	// server for all) and the Flux engine with its objects in a namespace of the cluster's name,
 	// so flotilla bootstraps each cluster and reads its health back without two clusters writing
@@ -43,6 +47,49 @@ const workloadSecret = "workload-kubeconfig"
 func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
 func (f fleet) set(i int) string     { return fmt.Sprintf("s-%02d", i) }
 func (f fleet) pkg(set int) string   { return fmt.Sprintf("pkg-%02d", set%f.packages) }
+
+// shardLabel is the label that puts an object into a shard (--shards).
+const shardLabel = "shard"
+
+func (f fleet) shardName(k int) string { return fmt.Sprintf("shard-%d", k) }
+
+// shardOf is the shard of cluster i.
+func (f fleet) shardOf(i int) int { return i % max(f.shards, 1) }
+
+// inShard are labels with the shard label of shard k added (labels as they are without shards).
+func (f fleet) inShard(k int, labels map[string]string) map[string]string {
+	if f.shards <= 1 {
+		return labels
+	}
+	out := map[string]string{shardLabel: f.shardName(k)}
+	for key, v := range labels {
+		out[key] = v
+	}
+	return out
+}
+
+// setCopies are the names of set's PackageSets: the set, or one copy per shard.
+func (f fleet) setCopies(set int) []string {
+	if f.shards <= 1 {
+		return []string{f.set(set)}
+	}
+	names := make([]string, f.shards)
+	for k := range names {
+		names[k] = f.set(set) + "-" + f.shardName(k)
+	}
+	return names
+}
+
+// shardClusters are the names of shard k's clusters.
+func (f fleet) shardClusters(k int) []string {
+	var names []string
+	for i := range f.clusters {
+		if f.shardOf(i) == k {
+			names = append(names, f.cluster(i))
+		}
+	}
+	return names
+}
 
 func (f fleet) clusterNames() []string {
 	names := make([]string, f.clusters)
@@ -80,14 +127,18 @@ func (f fleet) publishCatalog(ctx context.Context, store *pkgrepo.Store, url str
 // catalogURL and cluster c's repository at clusterURL(c); revision gives each set's blueprint
 // revision.
 func (f fleet) objects(catalogURL string, clusterURL func(cluster string) string, revision func(set int) string) []client.Object {
-	objs := []client.Object{repository("catalog", catalogURL)}
+	catalog := repository("catalog", catalogURL)
+	catalog.Labels = f.inShard(0, nil)
+	objs := []client.Object{catalog}
 	for i := range f.clusters {
-		objs = append(objs, repository(f.cluster(i), clusterURL(f.cluster(i))))
+		r := repository(f.cluster(i), clusterURL(f.cluster(i)))
+		r.Labels = f.inShard(f.shardOf(i), nil)
+		objs = append(objs, r)
 	}
 	for i := range f.clusters {
 		c := &v1alpha1.WorkloadCluster{
 			TypeMeta:   typeMeta("WorkloadCluster"),
-			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: f.labelWaves(i, fleetLabel)},
+			ObjectMeta: metav1.ObjectMeta{Name: f.cluster(i), Namespace: namespace, Labels: f.inShard(f.shardOf(i), f.labelWaves(i, fleetLabel))},
 			Spec: v1alpha1.WorkloadClusterSpec{
 				Repository: v1alpha1.LocalObjectReference{Name: f.cluster(i)},
 				Approval:   v1alpha1.ApprovalAutomatic,
@@ -101,17 +152,26 @@ func (f fleet) objects(catalogURL string, clusterURL func(cluster string) string
 		objs = append(objs, c)
 	}
 	for s := range f.sets {
-		objs = append(objs, &v1alpha1.PackageSet{
-			TypeMeta:   typeMeta("PackageSet"),
-			ObjectMeta: metav1.ObjectMeta{Name: f.set(s), Namespace: namespace},
-			Spec: v1alpha1.PackageSetSpec{
-				Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: f.pkg(s), Revision: revision(s)},
-				Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{
-					Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: fleetLabel}},
-				}},
-				Template: v1alpha1.DeploymentTemplate{NameExpr: "set.name + '-' + target.name"},
-			},
-		})
+		for k, name := range f.setCopies(s) {
+			set := &v1alpha1.PackageSet{
+				TypeMeta:   typeMeta("PackageSet"),
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: f.inShard(k, nil)},
+				Spec: v1alpha1.PackageSetSpec{
+					Package: v1alpha1.PackageReference{Repository: &v1alpha1.LocalObjectReference{Name: "catalog"}, Name: f.pkg(s), Revision: revision(s)},
+					// A shard's copy sees only its shard's clusters (its replica caches no other).
+					Targets: v1alpha1.Generator{LeafGenerator: v1alpha1.LeafGenerator{
+						Clusters: &v1alpha1.ClusterGenerator{Selector: v1alpha1.LabelSelector{MatchLabels: fleetLabel}},
+					}},
+					Template: v1alpha1.DeploymentTemplate{NameExpr: "set.name + '-' + target.name"},
+				},
+			}
+			if f.shards > 1 {
+				// Named as the set's own deployments would be, labelled into the shard.
+				set.Spec.Template.NameExpr = "'" + f.set(s) + "-' + target.name"
+				set.Spec.Template.Labels = map[string]string{shardLabel: "'" + f.shardName(k) + "'"}
+			}
+			objs = append(objs, set)
+		}
 	}
 	return objs
 }

@@ -24,8 +24,9 @@ type localResult struct {
 // runLocal publishes the fleet with offline.Run into fresh cluster repositories under dir (reached
 // through url, the run's transport), first with every set at v1 (cold), then with the first set
 // at v2 (bump), as `flotilla render` would; each step is timed from reading the YAML files to the
-// last push.
-func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos string, url func(dir string) string) (localResult, error) {
+// last push. When final (each set's revision at the end of the controller's run) differs from
+// the bump's, a third, untimed step publishes it, so the trees compare like with like.
+func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos string, url func(dir string) string, final func(set int) string) (localResult, error) {
 	var res localResult
 	repos := filepath.Join(dir, "git")
 	names := f.clusterNames()
@@ -34,13 +35,15 @@ func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos str
 	}
 	store := pkgrepo.NewStore(filepath.Join(dir, "cache"))
 	store.AllowLocal = true // the bench's repositories are local directories
-	for i, step := range []struct {
+	type step struct {
 		took *time.Duration
 		rev  func(set int) string
-	}{
-		{&res.Cold, func(int) string { return "v1" }},
-		{&res.Bump, bumped},
-	} {
+	}
+	steps := []step{{&res.Cold, func(int) string { return "v1" }}, {&res.Bump, bumped}}
+	if final(0) != bumped(0) {
+		steps = append(steps, step{new(time.Duration), final})
+	}
+	for i, step := range steps {
 		objDir := filepath.Join(dir, fmt.Sprintf("objects-%d", i+1))
 		if err := writeYAML(filepath.Join(objDir, "fleet.yaml"), f.objects(catalogURL, func(c string) string { return url(repoDir(repos, c)) }, step.rev)); err != nil {
 			return res, err

@@ -127,8 +127,14 @@ func (b *run) converge(ctx context.Context, res *Phase, t0, deadline time.Time) 
 	for {
 		p := b.t.progress()
 		res.Converged = p.converged
-		if p.converged == b.f.clusters {
-			res.Done, res.Time = true, max(p.lastGain.Sub(t0), 0)
+		done, last := p.converged == b.f.clusters, p.lastGain
+		if b.waitFor != nil { // the kill phase: the live shards' clusters
+			res.Converged = b.t.convergedAmong(b.waitFor)
+			last = b.t.lastConverged(b.waitFor)
+			done = !last.IsZero()
+		}
+		if done {
+			res.Done, res.Time = true, max(last.Sub(t0), 0)
 			b.progressLine(res.Name, t0, p)
 			return nil
 		}
@@ -137,7 +143,11 @@ func (b *run) converge(ctx context.Context, res *Phase, t0, deadline time.Time) 
 		}
 		if time.Now().After(deadline) {
 			res.Time = time.Since(t0)
-			return fmt.Errorf("%s: %d of %d clusters converged within %s (controller log: %s)", res.Name, p.converged, b.f.clusters, b.o.Timeout, b.ctrl.logPath)
+			total := b.f.clusters
+			if b.waitFor != nil {
+				total = len(b.waitFor)
+			}
+			return fmt.Errorf("%s: %d of %d clusters converged within %s (controller log: %s)", res.Name, res.Converged, total, b.o.Timeout, b.ctrl.logs())
 		}
 		if time.Now().After(nextProgress) {
 			b.progressLine(res.Name, t0, p)

@@ -19,6 +19,10 @@ func (r *Report) Print(w io.Writer) error {
 		phases = append(phases, r.RolloutPhase, r.ForwardPhase)
 		header += fmt.Sprintf("\tROLLOUT (s-00 v2→v1, %d steps)\tROLLOUT (s-00 v1→v2)", len(r.Rollout.Steps))
 	}
+	if r.KillPhase.Name != "" {
+		phases = append(phases, r.KillPhase, r.RecoverPhase)
+		header += fmt.Sprintf("\tKILL (%s SIGKILL, s-00 v2→v1)\tRECOVER (%s restarted)", r.Shards.Killed, r.Shards.Killed)
+	}
 	row := func(name string, cell func(p Phase) string) {
 		fmt.Fprint(tw, name)
 		for _, p := range phases {
@@ -28,8 +32,11 @@ func (r *Report) Print(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, header)
 	row("converged clusters", func(p Phase) string {
-		if p.Name == "" {
+		switch p.Name {
+		case "":
 			return "-"
+		case "kill":
+			return fmt.Sprintf("%d/%d (live shards)", p.Converged, r.Clusters-r.Shards.Clusters[len(r.Shards.Clusters)-1])
 		}
 		return fmt.Sprintf("%d/%d", p.Converged, r.Clusters)
 	})
@@ -96,8 +103,12 @@ func (r *Report) Print(w io.Writer) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	deployments := r.Clusters * r.Sets
 	fmt.Fprintf(tw, "objects created\t%d Repository, %d WorkloadCluster, %d PackageSet by the bench in %s; %d PackageDeployment by the controller\n",
-		r.Repositories, r.Clusters, r.Sets, secs(r.Create), deployments)
-	fmt.Fprintf(tw, "controller peak RSS\t%s\n", mib(r.PeakRSS))
+		r.Repositories, r.Clusters, r.Sets*max(len(r.Shards.Names), 1), secs(r.Create), deployments)
+	peak := "controller peak RSS"
+	if len(r.Shards.Names) > 1 {
+		peak += " (shards summed)"
+	}
+	fmt.Fprintf(tw, "%s\t%s\n", peak, mib(r.PeakRSS))
 	fmt.Fprintf(tw, "controller git mirrors on disk\t%s\n", size(r.CacheBytes))
 	var cpu float64
 	var wall, inside time.Duration
@@ -132,6 +143,9 @@ func (r *Report) Print(w io.Writer) error {
 				return err
 			}
 		}
+	}
+	if err := r.printShards(w); err != nil {
+		return err
 	}
 	return r.printIdle(w)
 }

@@ -45,8 +45,9 @@ type run struct {
 	kubeconfig               string
 	c                        client.WithWatch
 	t                        *tracker
-	ctrl                     *controllerProc
+	ctrl                     *controllers
 	pprofAddr                string   // the controller's --pprof-bind-address (Options.IdleCPUProfile)
+	waitFor                  []string // the clusters a phase waits for; nil: all (the kill phase: the live shards')
 	last                     snapshot // at the end of the previous phase
 	start                    time.Time
 }
@@ -83,6 +84,11 @@ func (b *run) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.f.shards > 1 {
+		if err := b.shardsAfterCold(ctx); err != nil {
+			return err
+		}
+	}
 	if r.Bump, err = b.phase(ctx, "bump", phaseBump, b.bump); err != nil {
 		return err
 	}
@@ -90,6 +96,13 @@ func (b *run) run(ctx context.Context) error {
 		if err := b.rolloutPhases(ctx); err != nil {
 			return err
 		}
+	}
+	final := bumped
+	if b.f.shards > 1 {
+		if err := b.shardPhases(ctx); err != nil {
+			return err
+		}
+		final = func(int) string { return "v1" } // the kill phase moved s-00 back
 	}
 	if b.o.Idle > 0 {
 		if r.Idle, err = b.idle(ctx); err != nil {
@@ -115,7 +128,9 @@ func (b *run) run(ctx context.Context) error {
 		return err
 	}
 	b.progressf("local mode (flotilla render) on the same fleet...")
-	r.Local, err = runLocal(ctx, b.f, filepath.Join(b.dir, "local"), b.catalogURL, b.repos, b.url)
+	local := b.f
+	local.shards = 0 // `flotilla render` is one process: no shard labels, one set each
+	r.Local, err = runLocal(ctx, local, filepath.Join(b.dir, "local"), b.catalogURL, b.repos, b.url, final)
 	return err
 }
 
@@ -219,23 +234,50 @@ func (b *run) startController() error {
 		}
 		b.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
-	var err error
-	b.ctrl, err = startController(b.o.Controller, b.controllerArgs(), filepath.Join(b.dir, "controller.log"))
-	return err
+	b.ctrl = &controllers{}
+	for k := range max(b.f.shards, 1) {
+		if err := b.startShard(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startShard starts the controller of shard k (the only one without --shards), its log in
+// controller.log, or controller-shard-K.log and a new file each restart.
+func (b *run) startShard(k int) error {
+	log := filepath.Join(b.dir, "controller.log")
+	if b.f.shards > 1 {
+		log = filepath.Join(b.dir, fmt.Sprintf("controller-%s-%d.log", b.f.shardName(k), len(b.ctrl.procs)))
+	}
+	p, err := startController(b.o.Controller, b.controllerArgs(k), log)
+	if err != nil {
+		return err
+	}
+	b.ctrl.procs = append(b.ctrl.procs, p)
+	return nil
 }
 
 // bump moves the first set's blueprint from v1 to v2.
-func (b *run) bump() error {
-	b.t.want(b.f.set(0), b.f.pkg(0)+"/v2")
-	set := &v1alpha1.PackageSet{}
+func (b *run) bump() error { return b.move(0, "v1", "v2") }
+
+// move changes set's blueprint revision from one revision to another, in every shard's copy.
+func (b *run) move(set int, from, to string) error {
+	b.t.want(b.f.set(set), b.f.pkg(set)+"/"+to)
 	ctx := context.Background()
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: b.f.set(0)}, set); err != nil {
-		return err
+	for _, name := range b.f.setCopies(set) {
+		ps := &v1alpha1.PackageSet{}
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ps); err != nil {
+			return err
+		}
+		before := ps.DeepCopy()
+		ps.Spec.Package.Revision = to
+		b.progressf("PackageSet %s %s %s→%s", ps.Name, ps.Spec.Package.Name, from, to)
+		if err := b.c.Patch(ctx, ps, client.MergeFrom(before)); err != nil {
+			return err
+		}
 	}
-	before := set.DeepCopy()
-	set.Spec.Package.Revision = "v2"
-	b.progressf("bump: PackageSet %s %s v1→v2", set.Name, set.Spec.Package.Name)
-	return b.c.Patch(ctx, set, client.MergeFrom(before))
+	return nil
 }
 
 func (b *run) cacheDir() string { return filepath.Join(b.dir, "controller-cache") }

@@ -22,6 +22,8 @@ const (
 	phaseRollout                     // the same set rolls out v2→v1 step by step (--rollout-steps)
 	phaseRolloutForward              // and v1→v2 again
 	phaseIdle                        // nothing changes (--idle)
+	phaseKill                        // a shard is killed, s-00 moves back to v1 (--shards)
+	phaseRecover                     // the shard restarts
 	numPhases
 )
 
@@ -204,6 +206,19 @@ func (t *tracker) writeStats(kind string, p phase) writeStats {
 		s.WritesPerObject = float64(s.Status+s.Meta+s.Spec) / float64(s.Objects)
 	}
 	return s
+}
+
+// convergedAmong counts the clusters of names that publish the wanted pins.
+func (t *tracker) convergedAmong(names []string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range names {
+		if t.converged[c] {
+			n++
+		}
+	}
+	return n
 }
 
 // lastConverged is when the last of clusters became converged (zero if one has not).

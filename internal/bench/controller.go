@@ -216,6 +216,16 @@ func (cs *controllers) kill(ctx context.Context, i int) error {
 	return nil
 }
 
+// reapedCPU is the CPU the killed processes had used when they were killed: their own and their
+// children's, which the bench's own child CPU counts from then on.
+func (cs *controllers) reapedCPU() float64 {
+	var sum float64
+	for _, r := range cs.last {
+		sum += r.cpu.total()
+	}
+	return sum
+}
+
 // exited returns why a process the bench did not kill is gone, nil while all run.
 func (cs *controllers) exited() error {
 	for i, p := range cs.procs {

@@ -60,6 +60,11 @@ func (b *run) snapshot(ctx context.Context) (snapshot, error) {
 	s.server, s.workload = pidsCPU(b.serverPIDs), pidsCPU(b.workloadPIDs)
 	if _, _, self, err := procStat(os.Getpid()); err == nil {
 		s.bench = self
+		if b.ctrl != nil {
+			// A killed controller, once reaped, counts among the bench's children: not the git
+			// server's CPU.
+			s.bench.Children -= b.ctrl.reapedCPU()
+		}
 	}
 	s.requests, s.catalog = b.requests(b.repos), b.requests(b.catalogDir)
 	if b.ctrl == nil {

@@ -74,11 +74,8 @@ type PublishResult struct {
 }
 
 // Publish makes Files the content of Package on the remote's branch as the
-// next revision P/vN, or proposes it on branch proposed/P/vN, and writes
-// nothing when the content is already there. It builds on the mirror as this
-// process last fetched or pushed it, without a fetch, when it has one for
-// these credentials: the atomic push refuses what another writer's push made
-// stale, and the retry fetches (see update). A first publish fetches first.
+// next revision P/vN, or proposes it on branch proposed/P/vN. It fetches
+// first and writes nothing when the content is already there.
 func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (PublishResult, error) {
 	pkg, err := cleanPackage(req.Package)
 	if err != nil {
@@ -101,7 +98,7 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 	if req.DryRun {
 		update = s.dryRun
 	}
-	return update(ctx, m, ep, true, func() (plan, error) {
+	return update(ctx, m, ep, func() (plan, error) {
 		c, err := m.prepare(r.branch(), pkg, req.Files)
 		if err != nil {
 			return plan{}, fmt.Errorf("publish %s to %s: %w", pkg, ep.display, err)

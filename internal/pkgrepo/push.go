@@ -26,15 +26,7 @@ type plan struct {
 // fetch (someone else pushed): then build runs again on the new state, so
 // the other writer's commit becomes the parent of ours. A push that fails
 // while nothing moved is returned as is.
-//
-// With fromMirror, the first attempt builds on the mirror as this process
-// last fetched or pushed it (with the same credentials), without a fetch: the
-// push is the guard. Its commands are checked against the refs the server
-// advertises for the push (a branch moves only by fast-forward, a tag is only
-// created) and applied atomically, so a mirror that missed another writer's
-// push gets the push refused, and the next attempt fetches and rebuilds. A
-// mirror this process never fetched is fetched first.
-func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fromMirror bool, build func() (plan, error)) (PublishResult, error) {
+func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
 	var lastErr error
 	var lastDigest string
 	for attempt := range maxAttempts {
@@ -43,10 +35,8 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fromMirror b
 				return PublishResult{}, err
 			}
 		}
-		if attempt > 0 || !fromMirror || !m.fetchedWith(ep) {
-			if err := s.fetch(ctx, m, ep); err != nil {
-				return PublishResult{}, err
-			}
+		if err := s.fetch(ctx, m, ep); err != nil {
+			return PublishResult{}, err
 		}
 		digest, err := m.refsDigest()
 		if err != nil {
@@ -75,7 +65,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fromMirror b
 }
 
 // dryRun fetches and asks build for a plan, as update does, and reports it without pushing.
-func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, _ bool, build func() (plan, error)) (PublishResult, error) {
+func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
 	if err := s.fetch(ctx, m, ep); err != nil {
 		return PublishResult{}, err
 	}

@@ -132,9 +132,9 @@ func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
 
 // RefreshWithin is Refresh, unless the mirror was fetched with r's credentials less than maxAge
 // ago and after after (when a refresh was asked for): then it answers from the mirror without a
-// request. It returns when the fetch the snapshot reflects was made. A publish's push updates the
-// mirror, so a poll right after it has nothing to learn of flotilla's own writes; polling from the
-// last fetch on still sees another writer's push within maxAge.
+// request. It returns when the fetch the snapshot reflects was made. A publish fetches before it
+// pushes, and its push updates the mirror, so a poll within maxAge of it has nothing to learn:
+// polling from the last fetch on still sees another writer's push within maxAge.
 func (s *Store) RefreshWithin(ctx context.Context, r Remote, maxAge time.Duration, after time.Time) (Snapshot, time.Time, error) {
 	m, ep, unlock, err := s.lock(r)
 	if err != nil {
@@ -235,15 +235,10 @@ func (s *Store) ensureFresh(ctx context.Context, m *mirror, ep endpoint) error {
 	if maxAge <= 0 {
 		maxAge = DefaultRefreshInterval
 	}
-	if m.fetchedWith(ep) && s.now().Sub(m.fetched) < maxAge {
+	if !m.fetched.IsZero() && m.credential == ep.credential && s.now().Sub(m.fetched) < maxAge {
 		return nil
 	}
 	return s.fetch(ctx, m, ep)
-}
-
-// fetchedWith reports whether this process fetched the mirror with ep's credentials.
-func (m *mirror) fetchedWith(ep endpoint) bool {
-	return !m.fetched.IsZero() && m.credential == ep.credential
 }
 
 // fetch makes the mirror an exact copy of the remote's branches and tags.

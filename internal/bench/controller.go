@@ -27,6 +27,10 @@ type controllerProc struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// killed holds what the process last reported before kill ended it; its readings answer
+	// from then on.
+	killed *reading
 }
 
 // controllerArgs are the flags the bench gives the controller of shard k, started as the docs
@@ -101,8 +105,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// exited returns why the controller is gone, nil while it runs.
+// exited returns why the controller is gone, nil while it runs or once the bench killed it.
 func (p *controllerProc) exited() error {
+	if p.killed != nil {
+		return nil
+	}
 	select {
 	case <-p.done:
 		return fmt.Errorf("the controller exited (%w); its log: %s%s", p.err, p.logPath, tail(p.logPath, 20))
@@ -112,11 +119,19 @@ func (p *controllerProc) exited() error {
 }
 
 func (p *controllerProc) cpu() (cpuTimes, error) {
+	if p.killed != nil {
+		return p.killed.cpu, nil
+	}
 	_, _, cpu, err := procStat(p.cmd.Process.Pid)
 	return cpu, err
 }
 
-func (p *controllerProc) peakRSS() (int64, error) { return peakRSS(p.cmd.Process.Pid) }
+func (p *controllerProc) peakRSS() (int64, error) {
+	if p.killed != nil {
+		return p.killed.rss, nil
+	}
+	return peakRSS(p.cmd.Process.Pid)
+}
 
 // stop sends SIGTERM, as the kubelet does (the controller then writes its CPU profile), and
 // waits for the exit. Only the first call stops; later calls return its result.
@@ -146,6 +161,9 @@ func (p *controllerProc) terminate() error {
 
 // scrape reads the controller's metrics.
 func (p *controllerProc) scrape(ctx context.Context) (samples, error) {
+	if p.killed != nil {
+		return p.killed.metrics, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics, nil)
@@ -173,14 +191,6 @@ func tail(path string, n int) string {
 	return "\n  " + strings.Join(lines, "\n  ")
 }
 
-// controllers are the controller processes of a run: one, or one per shard (--shards). A
-// process the bench killed counts with what it last reported (CPU, metrics, peak RSS).
-type controllers struct {
-	procs []*controllerProc
-	// last holds the killed processes' final readings, by index in procs.
-	last map[int]reading
-}
-
 // reading is what a process reported last.
 type reading struct {
 	cpu     cpuTimes
@@ -188,12 +198,9 @@ type reading struct {
 	rss     int64
 }
 
-func (cs *controllers) live(i int) bool { _, dead := cs.last[i]; return !dead }
-
-// kill ends process i at once (SIGKILL: no lease released), as a node that dies, after reading
-// its CPU, metrics and peak RSS.
-func (cs *controllers) kill(ctx context.Context, i int) error {
-	p := cs.procs[i]
+// kill ends the process at once (SIGKILL: no lease released), as a node that dies, after reading
+// its CPU, metrics and peak RSS, which answer for it from then on.
+func (p *controllerProc) kill(ctx context.Context) error {
 	var r reading
 	var err error
 	if r.cpu, err = p.cpu(); err != nil {
@@ -205,34 +212,35 @@ func (cs *controllers) kill(ctx context.Context, i int) error {
 	if r.rss, err = p.peakRSS(); err != nil {
 		return err
 	}
-	if cs.last == nil {
-		cs.last = map[int]reading{}
-	}
-	cs.last[i] = r
 	p.stopOnce.Do(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	})
+	p.killed = &r
 	return nil
 }
 
-// reapedCPU is the CPU the killed processes had used when they were killed: their own and their
-// children's, which the bench's own child CPU counts from then on.
+// controllers are the controller processes of a run: one, or one per shard (--shards), killed
+// ones included (they count with what they last reported).
+type controllers struct{ procs []*controllerProc }
+
+// reapedCPU is the CPU the killed processes had used when they were killed, their children's
+// included: the bench's own child CPU counts it from then on.
 func (cs *controllers) reapedCPU() float64 {
 	var sum float64
-	for _, r := range cs.last {
-		sum += r.cpu.total()
+	for _, p := range cs.procs {
+		if p.killed != nil {
+			sum += p.killed.cpu.total()
+		}
 	}
 	return sum
 }
 
 // exited returns why a process the bench did not kill is gone, nil while all run.
 func (cs *controllers) exited() error {
-	for i, p := range cs.procs {
-		if cs.live(i) {
-			if err := p.exited(); err != nil {
-				return err
-			}
+	for _, p := range cs.procs {
+		if err := p.exited(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -241,11 +249,8 @@ func (cs *controllers) exited() error {
 // cpu is the processes' CPU, summed.
 func (cs *controllers) cpu() (cpuTimes, error) {
 	var sum cpuTimes
-	for i, p := range cs.procs {
-		c, err := cs.last[i].cpu, error(nil)
-		if cs.live(i) {
-			c, err = p.cpu()
-		}
+	for _, p := range cs.procs {
+		c, err := p.cpu()
 		if err != nil {
 			return sum, err
 		}
@@ -257,11 +262,8 @@ func (cs *controllers) cpu() (cpuTimes, error) {
 // peakRSS is the processes' peak RSS, summed (what the fleet's controllers hold at most).
 func (cs *controllers) peakRSS() (int64, error) {
 	var sum int64
-	for i, p := range cs.procs {
-		n, err := cs.last[i].rss, error(nil)
-		if cs.live(i) {
-			n, err = p.peakRSS()
-		}
+	for _, p := range cs.procs {
+		n, err := p.peakRSS()
 		if err != nil {
 			return sum, err
 		}
@@ -273,11 +275,8 @@ func (cs *controllers) peakRSS() (int64, error) {
 // scrape reads every process's metrics and adds them up, series by series.
 func (cs *controllers) scrape(ctx context.Context) (samples, error) {
 	sum := samples{}
-	for i, p := range cs.procs {
-		m, err := cs.last[i].metrics, error(nil)
-		if cs.live(i) {
-			m, err = p.scrape(ctx)
-		}
+	for _, p := range cs.procs {
+		m, err := p.scrape(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -288,14 +287,12 @@ func (cs *controllers) scrape(ctx context.Context) (samples, error) {
 	return sum, nil
 }
 
-// stop stops every process still running; the first error wins.
+// stop stops every process (a killed one's stop is the kill's); the first error wins.
 func (cs *controllers) stop() error {
 	var first error
-	for i, p := range cs.procs {
-		if cs.live(i) {
-			if err := p.stop(); err != nil && first == nil {
-				first = err
-			}
+	for _, p := range cs.procs {
+		if err := p.stop(); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first

@@ -24,8 +24,8 @@ type localResult struct {
 // runLocal publishes the fleet with offline.Run into fresh cluster repositories under dir (reached
 // through url, the run's transport), first with every set at v1 (cold), then with the first set
 // at v2 (bump), as `flotilla render` would; each step is timed from reading the YAML files to the
-// last push. When final (each set's revision at the end of the controller's run) differs from
-// the bump's, a third, untimed step publishes it, so the trees compare like with like.
+// last push. When the controller's run ended elsewhere (final, each set's revision then; nil: at
+// the bump), a third, untimed step publishes that, so the trees compare like with like.
 func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos string, url func(dir string) string, final func(set int) string) (localResult, error) {
 	var res localResult
 	repos := filepath.Join(dir, "git")
@@ -40,7 +40,7 @@ func runLocal(ctx context.Context, f fleet, dir, catalogURL, controllerRepos str
 		rev  func(set int) string
 	}
 	steps := []step{{&res.Cold, func(int) string { return "v1" }}, {&res.Bump, bumped}}
-	if final(0) != bumped(0) {
+	if final != nil {
 		steps = append(steps, step{new(time.Duration), final})
 	}
 	for i, step := range steps {

@@ -97,7 +97,7 @@ func (b *run) run(ctx context.Context) error {
 			return err
 		}
 	}
-	final := bumped
+	var final func(set int) string // nil: the run ends at the bump's revisions
 	if b.f.shards > 1 {
 		if err := b.shardPhases(ctx); err != nil {
 			return err

@@ -41,7 +41,7 @@ func (b *run) shardPhases(ctx context.Context) error {
 	b.waitFor = live
 	r.KillPhase, err = b.phase(ctx, "kill", phaseKill, func() error {
 		b.progressf("kill: SIGKILL to the controller of %s (%d clusters)", r.Shards.Killed, len(deadClusters))
-		if err := b.ctrl.kill(ctx, len(b.ctrl.procs)-1); err != nil {
+		if err := b.ctrl.procs[len(b.ctrl.procs)-1].kill(ctx); err != nil {
 			return err
 		}
 		return b.move(0, "v2", "v1")

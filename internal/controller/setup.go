@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
-
 	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/controller/namespaced"
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"

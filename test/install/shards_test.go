@@ -97,18 +97,25 @@ func TestShards(t *testing.T) {
 		g.Expect(k8s.Create(ctx, o)).To(Succeed())
 	}
 
+	// Other tests' replicas may have left their lease in ns: count only the leases new here.
+	leases := func() map[string]string {
+		var list coordinationv1.LeaseList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		holders := map[string]string{}
+		for _, l := range list.Items {
+			holders[l.Name] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+		return holders
+	}
+	before := leases()
 	shard("a")
 	b := shard("b")
-	// Each shard elects its own leader: two leases, each held.
+	// Each shard elects its own leader: two new leases, each held.
 	g.Eventually(func() []string {
-		var leases coordinationv1.LeaseList
-		if err := k8s.List(ctx, &leases, client.InNamespace(ns)); err != nil {
-			return []string{err.Error()}
-		}
 		var held []string
-		for _, l := range leases.Items {
-			if ptr.Deref(l.Spec.HolderIdentity, "") != "" {
-				held = append(held, l.Name)
+		for name, holder := range leases() {
+			if _, old := before[name]; !old && holder != "" {
+				held = append(held, name)
 			}
 		}
 		return held
@@ -146,7 +153,7 @@ func TestShards(t *testing.T) {
 	g.Expect(gittest.Tags(t, git.Dir("edge-b"))).NotTo(HaveKey("deployed-packages/v2"), "shard b's repository was written while shard b was down")
 
 	// Back up, shard b catches up.
-	b = shard("b")
+	shard("b")
 	g.Eventually(pins("edge-b"), 2*time.Minute, 200*time.Millisecond).Should(Equal(pin("b", "v2")), "shard b, restarted")
 	g.Expect(pins("edge-a")()).To(Equal(pin("a", "v2")))
 }

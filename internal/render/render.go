@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/giturl"
@@ -237,7 +236,7 @@ func metadata(pc pinContext, name, namespace string, annotations map[string]any)
 func marshal(objs ...map[string]any) ([]byte, error) {
 	var b bytes.Buffer
 	for i, obj := range objs {
-		y, err := yaml.Marshal(obj)
+		y, err := toYAML(obj)
 		if err != nil {
 			return nil, fmt.Errorf("encode %v: %w", obj["kind"], err)
 		}

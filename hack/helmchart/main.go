@@ -8,6 +8,11 @@
 // ClusterRoleBinding is rendered instead as a Role and RoleBinding in each watched namespace,
 // and the controller gets --watch-namespaces.
 //
+// The value shards turns the one controller Deployment into one per shard (docs/scaling.md):
+// flotilla-controller-NAME, its pods labelled flotilla.dev/shard=NAME (so the Deployments'
+// selectors do not overlap) and its controller run with --watch-label-selector=SHARDLABEL=NAME.
+// All of them share the ServiceAccount, the RBAC and the metrics Service.
+//
 // Run it through hack/helm-chart.sh (`make helm`).
 package main
 
@@ -87,6 +92,9 @@ func run(root, version string) error {
 		if err != nil {
 			return err
 		}
+		if kind == "Deployment" && name == deployment {
+			t = perShard(t)
+		}
 		switch kind {
 		case "ClusterRole", "ClusterRoleBinding":
 			// Cluster-wide only when no namespace is watched; else one namespaced copy per namespace.
@@ -131,13 +139,23 @@ const (
 	phArgs      = "__VALUES_ARGS__"
 	phResources = "__VALUES_RESOURCES__"
 	phWatched   = "__VALUES_WATCHED_NAMESPACE__"
+	phName      = "__VALUES_NAME__"
+	phShard     = "__VALUES_SHARD__"
+)
+
+// shardLabel is the label a shard's pods carry; a letters-only key stands for it in the
+// marshalled Deployment, for the placeholder line to match.
+const (
+	shardLabel    = "flotilla.dev/shard"
+	shardLabelKey = "flotillaShard"
 )
 
 var scalars = map[string]string{
 	phReplicas: "{{ .Values.replicas }}",
 	phImage:    `"{{ .Values.image.repository }}:{{ .Values.image.tag }}"`,
 	phPull:     "{{ .Values.image.pullPolicy }}",
-	phWatched:  "{{ . }}", // inside range .Values.watchNamespaces
+	phWatched:  "{{ . }}",                                    // inside range .Values.watchNamespaces
+	phName:     deployment + "{{ with . }}-{{ . }}{{ end }}", // inside range over the shards
 }
 
 var blocks = map[string]string{
@@ -168,6 +186,18 @@ func extractValues(obj map[string]any) (string, string, error) {
 		"resources": c["resources"],
 	}
 	spec["replicas"], c["image"], c["imagePullPolicy"], c["args"], c["resources"] = phReplicas, phImage, phPull, phArgs, phResources
+	meta, _ := obj["metadata"].(map[string]any)
+	meta["name"] = phName
+	selector, _ := spec["selector"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	podMeta, _ := tmpl["metadata"].(map[string]any)
+	for _, labels := range []any{meta["labels"], selector["matchLabels"], podMeta["labels"]} {
+		l, ok := labels.(map[string]any)
+		if !ok {
+			return "", "", fmt.Errorf("%s lacks its labels, selector or pod labels", deployment)
+		}
+		l[shardLabelKey] = phShard
+	}
 	y, err := yaml.Marshal(values)
 	if err != nil {
 		return "", "", err
@@ -176,7 +206,14 @@ func extractValues(obj map[string]any) (string, string, error) {
 		"# Namespaces to watch (config/namespaced): the controller gets --watch-namespaces, and a Role and\n" +
 		"# RoleBinding in each of these namespaces (which must exist) replace its ClusterRole and\n" +
 		"# ClusterRoleBinding. Empty: every namespace, through the ClusterRole.\n" +
-		"watchNamespaces: []\n", tag, nil
+		"watchNamespaces: []\n" +
+		"# Shards (docs/scaling.md): one controller Deployment per name, flotilla-controller-NAME, that\n" +
+		"# reconciles only the objects labelled SHARDLABEL=NAME (--watch-label-selector) and elects its own\n" +
+		"# leader. Names are DNS labels of at most 40 characters. Empty: one Deployment for every object.\n" +
+		"shards: []\n" +
+		"# The label that assigns a WorkloadCluster, its Repository and the sets and deployments that\n" +
+		"# target it to a shard.\n" +
+		"shardLabel: shard\n", tag, nil
 }
 
 func container(spec map[string]any) (map[string]any, error) {
@@ -206,10 +243,15 @@ func template(r *resource.Resource, obj map[string]any) (string, error) {
 		if v, ok := scalars[ph]; ok {
 			return prefix + key + ": " + v
 		}
+		if ph == phShard {
+			return "{{- with . }}\n" + prefix + shardLabel + ": {{ . | quote }}\n{{- end }}"
+		}
 		out := fmt.Sprintf("%s%s:\n{{- toYaml %s | nindent %d }}", prefix, key, blocks[ph], len(prefix)+2)
 		if ph == phArgs {
 			// The flag follows the value, after the args: as config/namespaced's patch appends it.
-			out += fmt.Sprintf("\n{{- with .Values.watchNamespaces }}\n%s- --watch-namespaces={{ join \",\" . }}\n{{- end }}", strings.Repeat(" ", len(prefix)+2))
+			indent := strings.Repeat(" ", len(prefix)+2)
+			out += fmt.Sprintf("\n{{- with .Values.watchNamespaces }}\n%s- --watch-namespaces={{ join \",\" . }}\n{{- end }}", indent)
+			out += fmt.Sprintf("\n{{- with . }}\n%s- --watch-label-selector={{ $.Values.shardLabel }}={{ . }}\n{{- end }}", indent) // inside range over the shards
 		}
 		return out
 	})
@@ -217,6 +259,31 @@ func template(r *resource.Resource, obj map[string]any) (string, error) {
 		return "", fmt.Errorf("%s %s: a placeholder was not replaced", r.GetKind(), r.GetName())
 	}
 	return header + s, nil
+}
+
+// perShard makes the controller Deployment's template one Deployment per value of
+// .Values.shards, or the one unsharded Deployment ("" for its name) when there are none; inside
+// the range "." is the shard, and the values and the release are reached through "$". A name
+// that is not a DNS label, or given twice, fails the render with a message saying so.
+func perShard(t string) string {
+	body := strings.TrimPrefix(t, header)
+	body = strings.ReplaceAll(body, " .Values.", " $.Values.")
+	body = strings.ReplaceAll(body, " .Release.", " $.Release.")
+	return header + `{{- $named := .Values.shards | default list }}
+{{- range $named }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$" (toString .)) }}
+{{- fail (printf "shards: %q is not a shard name: use lower-case letters, digits and '-', at most 40, starting and ending with a letter or digit" (toString .)) }}
+{{- end }}
+{{- end }}
+{{- if ne (len $named) (len (uniq $named)) }}
+{{- fail (printf "shards %v: each shard may be named only once" $named) }}
+{{- end }}
+{{- if and $named (not .Values.shardLabel) }}
+{{- fail "shardLabel is empty: shards need the label that assigns objects to them (shard, in docs/scaling.md)" }}
+{{- end }}
+{{- range $named | default (list "") }}
+---
+` + body + "{{- end }}\n"
 }
 
 // perNamespace is the template of the namespaced copies of a ClusterRole (a Role) or a

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,17 @@ func helmTemplate(t *testing.T, values map[string]any) []*unstructured.Unstructu
 // helmTemplateIn renders charts/flotilla as `helm template --include-crds -n NAMESPACE`.
 func helmTemplateIn(t *testing.T, namespace string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
+	manifest, err := helmRender(t, namespace, values)
+	if err != nil {
+		t.Fatalf("render the chart: %v", err)
+	}
+	return decodeYAML(t, strings.NewReader(manifest))
+}
+
+// helmRender renders charts/flotilla into namespace, as `helm template` would, returning the
+// manifest or the error helm reports.
+func helmRender(t *testing.T, namespace string, values map[string]any) (string, error) {
+	t.Helper()
 	chart, err := loader.Load(filepath.Join(root(), "charts", "flotilla"))
 	if err != nil {
 		t.Fatal(err)
@@ -31,9 +43,9 @@ func helmTemplateIn(t *testing.T, namespace string, values map[string]any) []*un
 	install.ReleaseName, install.Namespace = "flotilla", namespace
 	rel, err := install.Run(chart, values)
 	if err != nil {
-		t.Fatalf("render the chart: %v", err)
+		return "", err
 	}
-	return decodeYAML(t, strings.NewReader(rel.Manifest))
+	return rel.Manifest, nil
 }
 
 // TestHelmChartMatchesKustomize: with default values the chart yields config/default's objects,
@@ -100,6 +112,85 @@ func TestHelmValues(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Deployment with values (-want +got):\n%s", diff)
+	}
+}
+
+// TestHelmShards: the value shards makes one controller Deployment per shard, each selecting only
+// its own pods and running the default args plus --watch-label-selector for its shard, and leaves
+// every other object as the default install has it; names that are not DNS labels, a name given
+// twice and an empty shardLabel fail the render with a message saying what to fix.
+func TestHelmShards(t *testing.T) {
+	defaults := map[string]*unstructured.Unstructured{}
+	for _, o := range helmTemplate(t, nil) {
+		defaults[id(o)] = o
+	}
+	def := find(t, helmTemplate(t, nil), "Deployment", "flotilla-controller")
+	defaultArgs := containers(t, def)[0]["args"].([]any)
+
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		label  string
+		more   []any // args after the default ones, before the shard's
+	}{
+		{"shards [a, edge-2]", map[string]any{"shards": []any{"a", "edge-2"}}, "shard", nil},
+		{"a number for a name", map[string]any{"shards": []any{"a", 2}}, "shard", nil},
+		{"shardLabel tier", map[string]any{"shards": []any{"a", "edge-2"}, "shardLabel": "tier"}, "tier", nil},
+		{"with watchNamespaces", map[string]any{"shards": []any{"a", "edge-2"}, "watchNamespaces": []any{"fleet"}}, "shard", []any{"--watch-namespaces=fleet"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, tc.values)
+			var deps []string
+			for _, o := range objs {
+				if o.GetKind() == "Deployment" {
+					deps = append(deps, o.GetName())
+					continue
+				}
+				if _, watched := tc.values["watchNamespaces"]; !watched && !cmp.Equal(o.Object, defaults[id(o)].Object) {
+					t.Errorf("%s differs from the default install:\n%s", id(o), cmp.Diff(defaults[id(o)].Object, o.Object))
+				}
+			}
+			var shards, want []string
+			for _, s := range tc.values["shards"].([]any) {
+				shards = append(shards, fmt.Sprint(s))
+				want = append(want, "flotilla-controller-"+fmt.Sprint(s))
+			}
+			if diff := cmp.Diff(want, deps); diff != "" {
+				t.Fatalf("Deployments (-want +got):\n%s", diff)
+			}
+			for _, shard := range shards {
+				dep := find(t, objs, "Deployment", "flotilla-controller-"+shard)
+				for _, field := range [][]string{{"metadata", "labels"}, {"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+					labels, _, _ := unstructured.NestedStringMap(dep.Object, field...)
+					if labels["flotilla.dev/shard"] != shard || labels["app.kubernetes.io/name"] != "flotilla" {
+						t.Errorf("%s %s = %v; want flotilla.dev/shard=%s with the default labels", dep.GetName(), strings.Join(field, "."), labels, shard)
+					}
+				}
+				want := append(append(append([]any{}, defaultArgs...), tc.more...), "--watch-label-selector="+tc.label+"="+shard)
+				if diff := cmp.Diff(want, containers(t, dep)[0]["args"]); diff != "" {
+					t.Errorf("%s args (-want +got):\n%s", dep.GetName(), diff)
+				}
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"upper case", map[string]any{"shards": []any{"Edge"}}, `"Edge" is not a shard name`},
+		{"empty name", map[string]any{"shards": []any{"a", ""}}, `"" is not a shard name`},
+		{"too long", map[string]any{"shards": []any{strings.Repeat("a", 41)}}, "is not a shard name: use lower-case letters, digits and '-', at most 40"},
+		{"twice", map[string]any{"shards": []any{"a", "b", "a"}}, "each shard may be named only once"},
+		{"no label", map[string]any{"shards": []any{"a"}, "shardLabel": ""}, "shardLabel is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := helmRender(t, "flotilla-system", tc.values)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("render with %v: %v; want an error saying %q", tc.values, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,8 +17,8 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/gittest"
 )
 
-// TestShards runs two replicas with the Deployment's args, one per shard
-// (--watch-label-selector shard=a and shard=b), as docs/metrics.md tells users to, over one
+// TestShards runs two replicas, one per shard, with the args of the Deployments the Helm chart
+// makes for shards [a, b] (--watch-label-selector shard=a and shard=b), over one
 // fleet: a catalog polled by shard a, and one cluster and one PackageSet per shard, both sets
 // deploying from that catalog. Each shard holds its own lease; each cluster gets its package
 // (shard b resolves a catalog it does not poll). Then shard b dies (SIGKILL) and both sets move
@@ -31,13 +32,22 @@ func TestShards(t *testing.T) {
 	sa := dep.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["serviceAccountName"].(string)
 	kubeconfig := serviceAccountKubeconfig(t, ns, sa)
 	bin := buildFlotilla(t)
+	sharded := helmTemplateIn(t, ns, map[string]any{"shards": []any{"a", "b"}})
+	for _, name := range []string{"a", "b"} {
+		// The API server takes the shard's Deployment as it is (a dry run: nothing runs its pods).
+		g.Expect(k8s.Create(ctx, find(t, sharded, "Deployment", "flotilla-controller-"+name).DeepCopy(), client.DryRunAll)).To(Succeed())
+	}
 	shard := func(name string) *process {
-		args := localArgs(containers(t, dep)[0], map[string]string{
+		sdep := find(t, sharded, "Deployment", "flotilla-controller-"+name)
+		if got, _, _ := unstructured.NestedString(sdep.Object, "spec", "template", "spec", "serviceAccountName"); got != sa {
+			t.Fatalf("%s runs as %q; want the install's ServiceAccount %q", sdep.GetName(), got, sa)
+		}
+		args := localArgs(containers(t, sdep)[0], map[string]string{
 			"--health-probe-bind-address": "0",
 			"--metrics-bind-address":      "0",
 			"--cache-dir":                 t.TempDir(),
 		})
-		args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+ns, "--watch-label-selector=shard="+name)
+		args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+ns)
 		return startProcess(t, bin, args)
 	}
 

@@ -33,7 +33,7 @@ func (s *Store) Approve(ctx context.Context, r Remote, pkg string, number int, c
 	}
 	defer unlock()
 	branch := proposalBranch(pkg, number)
-	return s.update(ctx, m, ep, func() (plan, error) {
+	return s.update(ctx, m, ep, true, func() (plan, error) {
 		p, err := s.planApprove(m, r.branch(), pkg, number, commit)
 		if err != nil {
 			return plan{}, fmt.Errorf("approve %s in %s: %w", branch, ep.display, err)

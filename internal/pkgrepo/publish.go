@@ -74,8 +74,9 @@ type PublishResult struct {
 }
 
 // Publish makes Files the content of Package on the remote's branch as the
-// next revision P/vN, or proposes it on branch proposed/P/vN. It fetches
-// first and writes nothing when the content is already there.
+// next revision P/vN, or proposes it on branch proposed/P/vN. It writes nothing when the
+// content is already there. It builds on the mirror as this process last fetched or pushed it
+// when the server takes exact pushes (see update), and fetches first otherwise.
 func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (PublishResult, error) {
 	pkg, err := cleanPackage(req.Package)
 	if err != nil {
@@ -94,7 +95,10 @@ func (s *Store) Publish(ctx context.Context, r Remote, req PublishRequest) (Publ
 		return PublishResult{}, err
 	}
 	defer unlock()
-	update := s.update
+	update := func(ctx context.Context, m *mirror, ep endpoint, build func() (plan, error)) (PublishResult, error) {
+		// A proposal fetches first: the mirror may not know another proposal waiting there.
+		return s.update(ctx, m, ep, req.Proposal, build)
+	}
 	if req.DryRun {
 		update = s.dryRun
 	}

@@ -74,11 +74,14 @@ const ObjectCacheSize = 64 * cache.MiByte
 // mirror is the local copy of one remote. mu guards everything in it,
 // including the on-disk repository.
 type mirror struct {
-	mu         sync.Mutex
-	dir        string
-	repo       *git.Repository
-	fetched    time.Time // zero: never fetched by this process
-	credential string    // fingerprint of the credentials of the last fetch
+	mu      sync.Mutex
+	dir     string
+	repo    *git.Repository
+	fetched time.Time // zero: never fetched by this process
+	// exactPush: the server took a push of pushExact, so a publish may build on the mirror
+	// without fetching first (the push refuses what another writer made stale).
+	exactPush  bool
+	credential string // fingerprint of the credentials of the last fetch
 
 	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a
 	// key and known_hosts are parsed once per change, not once per fetch.

@@ -1,0 +1,121 @@
+package pkgrepo_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
+)
+
+// TestPublishBuildsOnTheMirror: once this process has fetched a repository and the server took
+// an exact push, a publish builds on the mirror and pushes without fetching first (the push's
+// advertisement and the push: two requests). The push names every ref's old value as the mirror
+// holds it, so whatever another writer did meanwhile is refused by the server, and the next
+// attempt fetches and builds again:
+//   - a commit on the branch: the revision lands on top of it;
+//   - the branch rewound (a bad commit dropped): the revision lands on the rewound branch, the
+//     dropped commit does not come back;
+//   - a tag made for the next revision number: it is left where it is, the revision takes the
+//     number after it;
+//   - the repository emptied: the publish fails with ErrRemoteEmptied and writes nothing.
+func TestPublishBuildsOnTheMirror(t *testing.T) {
+	var mu sync.Mutex
+	var requests []string
+	var emptied atomic.Bool
+	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			what := r.Method + " " + r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+			if s := r.URL.Query().Get("service"); s != "" {
+				what += "?" + s
+			}
+			mu.Lock()
+			requests = append(requests, what)
+			mu.Unlock()
+			if emptied.Load() {
+				r.URL.Path = strings.Replace(r.URL.Path, "/edge01.git/", "/void.git/", 1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
+	dir := srv.Dir("edge01")
+	srv.CreateRepo(t, "void")
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := requests
+		requests = nil
+		return out
+	}
+	fetchedFirst := func(when string, got []string) {
+		t.Helper()
+		if !slices.Contains(got, "POST git-upload-pack") && !slices.Contains(got, "GET refs?git-upload-pack") {
+			t.Errorf("%s: requests %v; want a fetch", when, got)
+		}
+	}
+	store := pkgrepo.NewStore(t.TempDir())
+
+	first := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
+	fetchedFirst("the first publish of this process", taken())
+
+	second := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")})
+	if diff := cmp.Diff([]string{"GET refs?git-receive-pack", "POST git-receive-pack"}, taken()); diff != "" {
+		t.Errorf("a publish on a mirror this process fetched and pushed: requests (-want +got):\n%s", diff)
+	}
+	if second.Revision != 2 || !gittest.IsAncestor(t, dir, first.Commit, second.Commit) {
+		t.Errorf("second publish = %+v; want v2 on top of %s", second, first.Commit)
+	}
+
+	// Another writer's commit.
+	other := gittest.Commit(t, dir, "by-hand", map[string]string{"by-hand/x.yaml": "x: 1\n"})
+	third := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("c")})
+	fetchedFirst("a publish after another writer's commit", taken())
+	if third.Revision != 3 || !gittest.IsAncestor(t, dir, other, third.Commit) {
+		t.Errorf("third publish = %+v; want v3 on top of the other writer's %s", third, other)
+	}
+	if got := gittest.ReadFile(t, dir, "main", "by-hand/x.yaml"); got != "x: 1" {
+		t.Errorf("the other writer's file on main = %q", got)
+	}
+
+	// The branch rewound past flotilla's last commit.
+	gittest.CreateBranch(t, dir, "main", other)
+	fourth := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("d")})
+	fetchedFirst("a publish after the branch was rewound", taken())
+	if fourth.Revision != 4 || !gittest.IsAncestor(t, dir, other, fourth.Commit) || gittest.IsAncestor(t, dir, third.Commit, fourth.Commit) {
+		t.Errorf("fourth publish = %+v; want v4 on the rewound branch (%s), without the dropped %s", fourth, other, third.Commit)
+	}
+
+	// A tag made for the next number, on an old commit, the branch left alone.
+	gittest.MoveTag(t, dir, dp+"/v5", first.Commit)
+	fifth := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("e")})
+	fetchedFirst("a publish after a tag was made for its number", taken())
+	tags := gittest.Tags(t, dir)
+	if fifth.Revision != 6 || tags[dp+"/v5"] != first.Commit || tags[dp+"/v6"] != fifth.Commit {
+		t.Errorf("fifth publish = %+v, tags %v; want v6, and v5 left at %s", fifth, tags, first.Commit)
+	}
+	if got := gittest.Branches(t, dir)["main"]; got != fifth.Commit {
+		t.Errorf("main = %s; want the new revision %s", got, fifth.Commit)
+	}
+
+	// The repository emptied.
+	emptied.Store(true)
+	_, err := store.Publish(context.Background(), remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("f")})
+	if !errors.Is(err, pkgrepo.ErrRemoteEmptied) {
+		t.Errorf("a publish to an emptied repository: %v; want ErrRemoteEmptied", err)
+	}
+	if b := gittest.Branches(t, srv.Dir("void")); len(b) != 0 {
+		t.Errorf("the emptied repository got branches %v", b)
+	}
+	if tags := gittest.Tags(t, srv.Dir("void")); len(tags) != 0 {
+		t.Errorf("the emptied repository got tags %v", tags)
+	}
+}

@@ -119,3 +119,63 @@ func TestPublishBuildsOnTheMirror(t *testing.T) {
 		t.Errorf("the emptied repository got tags %v", tags)
 	}
 }
+
+// TestPublishOnAStaleMirrorReadsTheRemote: a plan reads more refs than it writes (the tags that
+// set the next number, the branch head a tag-only plan names), so a publish that did not fetch
+// goes ahead only if the remote advertises exactly the mirror's refs, and fetches and builds
+// again otherwise:
+//   - a tag made by hand above the mirror's latest: the revision takes the number after it;
+//   - a tag-only plan (the branch head already holds the content) while the branch was rewound
+//     past that head: a new commit on the rewound branch, the dropped head does not come back;
+//   - a tag-only plan while the repository was emptied: ErrRemoteEmptied, nothing written.
+func TestPublishOnAStaleMirrorReadsTheRemote(t *testing.T) {
+	var emptied atomic.Bool
+	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if emptied.Load() {
+				r.URL.Path = strings.Replace(r.URL.Path, "/edge01.git/", "/void.git/", 1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
+	dir := srv.Dir("edge01")
+	srv.CreateRepo(t, "void")
+	store := pkgrepo.NewStore(t.TempDir())
+	ctx := context.Background()
+	first := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
+	publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")}) // an exact push: the next may skip its fetch
+
+	gittest.MoveTag(t, dir, dp+"/v7", first.Commit)
+	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("c")})
+	if res.Revision != 8 {
+		t.Errorf("a publish after v7 was tagged by hand = %+v; want v8", res)
+	}
+
+	// The content of the next publish lands on main by hand, and the mirror learns it.
+	byHand := func() string {
+		t.Helper()
+		head := gittest.Commit(t, dir, dp, map[string]string{dp + "/Kptfile": kptfile, dp + "/d.yaml": "name: d\n"})
+		if _, err := store.Refresh(ctx, remote); err != nil {
+			t.Fatal(err)
+		}
+		return head
+	}
+	base := gittest.Branches(t, dir)["main"]
+	dropped := byHand()
+	gittest.CreateBranch(t, dir, "main", base) // rewound past the hand-made head
+	res = publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("d")})
+	if res.Revision != 9 || res.Commit == dropped || gittest.IsAncestor(t, dir, dropped, res.Commit) || !gittest.IsAncestor(t, dir, base, res.Commit) {
+		t.Errorf("a tag-only publish after the branch was rewound = %+v; want v9 on the rewound branch %s, not the dropped %s", res, base, dropped)
+	}
+
+	byHand()
+	emptied.Store(true)
+	_, err := store.Publish(ctx, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("d")})
+	if !errors.Is(err, pkgrepo.ErrRemoteEmptied) {
+		t.Errorf("a tag-only publish to an emptied repository: %v; want ErrRemoteEmptied", err)
+	}
+	if refs := gittest.Tags(t, srv.Dir("void")); len(refs) != 0 {
+		t.Errorf("the emptied repository got tags %v", refs)
+	}
+}

@@ -1,6 +1,7 @@
 package pkgrepo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
 // maxAttempts bounds how often a write is rebuilt after losing a race.
@@ -31,14 +31,13 @@ type plan struct {
 }
 
 // update asks build for a plan against the mirror and pushes it. The mirror is fetched first,
-// unless fetchFirst is false and this process fetched it with the same credentials before
-// (since then it holds what the remote held at that fetch, or at this process's pushes after
-// it): the push itself is then the check, for it names as each ref's old value what the mirror
-// holds (pushExact) and the server refuses it, all of it, if any ref is not that any more. A
-// rejected push is retried only when the remote's refs moved since the mirror last learnt them
-// (someone else pushed): the retry fetches, and build runs again on the new state, so the other
-// writer's commit becomes the parent of ours. A push that fails while nothing moved is returned
-// as is.
+// unless fetchFirst is false and this process fetched it with the same credentials before and
+// the server took an exact push (pushExact): then the push is the check. It starts from the
+// server's advertisement, goes ahead only if the remote's refs are exactly the mirror's, and
+// names as each ref's old value what the mirror holds, so the server refuses it, all of it, if a
+// ref moved after all. A push found stale, or refused while the remote's refs moved (someone else
+// pushed), is retried with a fetch: build runs again on the new state, so the other writer's
+// commit becomes the parent of ours. A push that fails while nothing moved is returned as is.
 func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst bool, build func() (plan, error)) (PublishResult, error) {
 	var lastErr error
 	var lastDigest string
@@ -48,12 +47,13 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 				return PublishResult{}, err
 			}
 		}
-		skip := attempt == 0 && !fetchFirst && !m.fetched.IsZero() && m.credential == ep.credential && m.exactPush
-		p, digest, err := s.prepare(ctx, m, ep, !skip, build)
-		if err == nil && skip && len(p.refspecs) == 0 {
+		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || !m.exactPush
+		p, digest, err := s.prepare(ctx, m, ep, fetch, build)
+		if err == nil && !fetch && len(p.refspecs) == 0 {
 			// Nothing to write, by the mirror: the remote may say otherwise (a publish that
 			// writes nothing is how a cluster's repository is checked for edits by hand).
-			p, digest, err = s.prepare(ctx, m, ep, true, build)
+			fetch = true
+			p, digest, err = s.prepare(ctx, m, ep, fetch, build)
 		}
 		if err != nil {
 			return PublishResult{}, err
@@ -64,12 +64,13 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 		if len(p.refspecs) == 0 {
 			return p.result, nil
 		}
-		err = m.push(ctx, ep, p.refspecs, !skip)
+		err = m.push(ctx, ep, p.refspecs, fetch)
 		if err == nil {
+			m.fetched, m.credential = s.now(), ep.credential // the push saw the remote as the mirror is now
 			return p.result, nil
 		}
-		if errors.Is(err, errNoAtomic) {
-			lastErr, lastDigest = err, "" // the server stopped offering atomic pushes: fetch, build again
+		if errors.Is(err, errStale) || errors.Is(err, errNoAtomic) {
+			lastErr, lastDigest = err, "" // fetch and build again
 			continue
 		}
 		lastErr, lastDigest = wrapTransport("push", ep, err), digest
@@ -110,9 +111,9 @@ func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func()
 
 // push sends refspecs in one atomic push: the server applies all ref updates or none, so a
 // branch never moves without its tag. Where the server offers atomic pushes, it is pushExact;
-// else go-git's push, whose non-force refspecs are checked against the refs the server
-// advertises (which detects most concurrent pushes; the server checks them again under its ref
-// locks), and the mirror is fetched before every publish (mirror.exactPush).
+// else, on a mirror fetched for this plan (fetched), go-git's push, whose non-force refspecs are
+// checked against the refs the server advertises (which detects most concurrent pushes; the
+// server checks them again under its ref locks), and every later publish fetches first.
 func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec, fetched bool) error {
 	defer m.forget() // a push updates the mirror's refs too
 	opts, err := m.transportOptions(ep)
@@ -144,14 +145,18 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 // errNoAtomic: the server does not offer atomic pushes.
 var errNoAtomic = errors.New("the server does not offer atomic pushes")
 
-// pushExact pushes refspecs (exact hashes, or deletes) in one atomic push in which every
-// command's old value is what the mirror holds for the ref, zero where it holds none. The
-// server compares each with the ref under its lock and refuses the whole push if one differs:
-// a branch someone moved or rewound, a tag someone created, a ref someone deleted, a remote
-// that was emptied. This is git's own compare-and-swap (what `git push --atomic
-// --force-with-lease` sends), where go-git's push takes the old values from the server's
-// advertisement and so checks only that the new commit descends from them. The mirror's refs
-// are set to what was pushed.
+// errStale: the remote's refs are not the mirror's; nothing was pushed.
+var errStale = errors.New("the remote's refs changed since the mirror was fetched")
+
+// pushExact pushes refspecs (exact hashes, or deletes) in one atomic push, if the remote
+// advertises exactly the mirror's branches, tags and flotilla refs (errStale, and nothing
+// pushed, if not: a plan reads more refs than it writes, such as the branch a tag names or the
+// tags that set the next number). Every command's old value is what the mirror holds for the ref,
+// zero where it holds none, and the server compares each with the ref under its lock, refusing
+// the whole push if one differs: the same check again, for a push that came in meanwhile. This
+// is git's own compare-and-swap (what `git push --atomic --force-with-lease` sends); go-git's
+// push takes the old values from the advertisement instead, and so checks only that the new
+// commit descends from them. The mirror's refs are set to what was pushed.
 func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptions, refspecs []config.RefSpec) (err error) {
 	held, err := m.refs("refs/")
 	if err != nil {
@@ -170,13 +175,29 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil {
 		return err
 	}
-	defer ioutil.CheckClose(sess, &err)
+	accepted := false
+	defer func() {
+		// Once the server said it took the push, a failure to close the session changes nothing.
+		if cerr := sess.Close(); err == nil && !accepted {
+			err = cerr
+		}
+	}()
 	adv, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return err
 	}
 	if adv == nil || !adv.Capabilities.Supports(capability.Atomic) {
 		return errNoAtomic
+	}
+	remote := make(map[plumbing.ReferenceName]plumbing.Hash, len(adv.References))
+	for name, h := range adv.References {
+		remote[plumbing.ReferenceName(name)] = h
+	}
+	if same, err := m.holds(remote); err != nil || !same {
+		if err == nil {
+			err = errStale
+		}
+		return err
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
 	if err := req.Capabilities.Set(capability.Atomic); err != nil {
@@ -200,31 +221,29 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 		return nil
 	}
 	if len(news) > 0 {
-		var haves []plumbing.Hash // what the server has: it is sent none of it
-		for _, ref := range adv.References {
-			haves = append(haves, ref)
+		haves := make([]plumbing.Hash, 0, len(remote)) // what the server has: it is sent none of it
+		for _, h := range remote {
+			haves = append(haves, h)
 		}
-		pack, wait, perr := m.pack(news, haves, !adv.Capabilities.Supports(capability.OFSDelta))
-		if perr != nil {
-			return perr
+		pack, err := m.pack(news, haves, !adv.Capabilities.Supports(capability.OFSDelta))
+		if err != nil {
+			return err
 		}
-		req.Packfile = pack
-		defer func() {
-			_ = pack.Close() // unblocks the encoder when the server stopped reading
-			if werr := wait(); err == nil {
-				err = werr
-			}
-		}()
+		req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	}
 	report, err := sess.ReceivePack(ctx, req)
 	if err != nil {
 		return err
 	}
-	if report != nil {
+	switch {
+	case report != nil:
 		if err := report.Error(); err != nil {
 			return err
 		}
+	case req.Capabilities.Supports(capability.ReportStatus):
+		return fmt.Errorf("push %s: the server did not report the push's outcome", ep.display)
 	}
+	accepted = true
 	for _, cmd := range req.Commands {
 		if cmd.New.IsZero() {
 			err = m.repo.Storer.RemoveReference(cmd.Name)
@@ -238,24 +257,23 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	return nil
 }
 
-// pack streams a pack of the objects reachable from news and not from haves; wait returns how
-// the encoding ended.
-func (m *mirror) pack(news, haves []plumbing.Hash, refDeltas bool) (io.ReadCloser, func() error, error) {
+// pack encodes the objects reachable from news and not from haves. It is encoded whole before
+// the push starts (a publish's pack is a few trees and blobs): an encoding that fails half-way
+// cannot leave the server waiting for the rest.
+func (m *mirror) pack(news, haves []plumbing.Hash, refDeltas bool) ([]byte, error) {
 	objects, err := revlist.Objects(m.repo.Storer, news, haves)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg, err := m.repo.Storer.Config()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pr, pw := io.Pipe()
-	encoded := make(chan error, 1)
-	go func() {
-		_, err := packfile.NewEncoder(pw, m.repo.Storer, refDeltas).Encode(objects, cfg.Pack.Window)
-		encoded <- pw.CloseWithError(err)
-	}()
-	return pr, func() error { return <-encoded }, nil
+	var buf bytes.Buffer
+	if _, err := packfile.NewEncoder(&buf, m.repo.Storer, refDeltas).Encode(objects, cfg.Pack.Window); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func backoff(attempt int) time.Duration {

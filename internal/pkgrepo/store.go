@@ -4,9 +4,11 @@
 //
 // All git I/O goes through a local bare mirror per remote, so reads are cheap
 // and writes build commits directly in the object store (no worktree). The
-// remote is always the truth: writes fetch first, push branch and tag in one
-// atomic push, and on a lost race fetch again and rebuild on top of the other
-// writer's commit. Tags are never moved, deleted or re-created.
+// remote is always the truth: a write builds on the mirror only while the remote
+// advertises exactly its refs (else it fetches first), pushes branch and tag in
+// one atomic push that names each ref's old value, and on a lost race fetches
+// again and rebuilds on top of the other writer's commit. Tags are never moved,
+// deleted or re-created.
 package pkgrepo
 
 import (
@@ -135,9 +137,10 @@ func (s *Store) Refresh(ctx context.Context, r Remote) (Snapshot, error) {
 
 // RefreshWithin is Refresh, unless the mirror was fetched with r's credentials less than maxAge
 // ago and after after (when a refresh was asked for): then it answers from the mirror without a
-// request. It returns when the fetch the snapshot reflects was made. A publish fetches before it
-// pushes, and its push updates the mirror, so a poll within maxAge of it has nothing to learn:
-// polling from the last fetch on still sees another writer's push within maxAge.
+// request. It returns when the fetch the snapshot reflects was made. A publish's push starts
+// with the remote's refs, goes ahead only if they are the mirror's (else it fetches) and updates
+// the mirror, so it counts as a fetch: a poll within maxAge of it has nothing to learn, and
+// polling from then on still sees another writer's push within maxAge.
 func (s *Store) RefreshWithin(ctx context.Context, r Remote, maxAge time.Duration, after time.Time) (Snapshot, time.Time, error) {
 	m, ep, unlock, err := s.lock(r)
 	if err != nil {
@@ -301,26 +304,38 @@ func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil {
 		return false, err
 	}
+	remote := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, ref := range advertised {
+		if ref.Type() == plumbing.HashReference {
+			remote[ref.Name()] = ref.Hash()
+		}
+	}
+	return m.holds(remote)
+}
+
+// holds tells whether the mirror's branches, tags and flotilla refs are exactly those of remote
+// (a remote's refs by name; others, such as HEAD, are not compared): nothing new, moved or gone.
+func (m *mirror) holds(remote map[plumbing.ReferenceName]plumbing.Hash) (bool, error) {
 	held, err := m.refs("refs/")
 	if err != nil {
 		return false, err
 	}
 	n := 0
-	for _, ref := range advertised {
-		if ref.Type() != plumbing.HashReference || !mirrored(ref.Name()) {
+	for name, h := range remote {
+		if !mirrored(name) {
 			continue
 		}
-		if h, ok := held[ref.Name()]; !ok || h != ref.Hash() {
+		if held[name] != h {
 			return false, nil // new or moved
 		}
 		n++
 	}
 	for name := range held {
-		if !mirrored(name) {
-			n++ // not the remote's: a fetch leaves it alone
+		if mirrored(name) {
+			n--
 		}
 	}
-	return n == len(held), nil // fewer: something a fetch would prune
+	return n == 0, nil // else: something a fetch would prune
 }
 
 // mirrored tells whether mirrorRefSpecs copy name from the remote.

@@ -61,6 +61,20 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(s *Server) { s.wrap = append(s.wrap, mw) }
 }
 
+// WithRedirect serves repository to in place of repository from while *when is true, as a server
+// being restored, or a proxy that sends requests to a fresh repository, would: a test makes a
+// repository look emptied (to an empty one) and back.
+func WithRedirect(when *atomic.Bool, from, to string) Option {
+	return WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if when.Load() {
+				r.URL.Path = strings.Replace(r.URL.Path, "/"+from+".git/", "/"+to+".git/", 1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+}
+
 // NewServer starts a server rooted in t.TempDir(); t.Cleanup stops it.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()

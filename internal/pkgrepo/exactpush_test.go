@@ -40,12 +40,9 @@ func TestPublishBuildsOnTheMirror(t *testing.T) {
 			mu.Lock()
 			requests = append(requests, what)
 			mu.Unlock()
-			if emptied.Load() {
-				r.URL.Path = strings.Replace(r.URL.Path, "/edge01.git/", "/void.git/", 1)
-			}
 			next.ServeHTTP(w, r)
 		})
-	}))
+	}), gittest.WithRedirect(&emptied, "edge01", "void"))
 	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
 	dir := srv.Dir("edge01")
 	srv.CreateRepo(t, "void")
@@ -130,14 +127,7 @@ func TestPublishBuildsOnTheMirror(t *testing.T) {
 //   - a tag-only plan while the repository was emptied: ErrRemoteEmptied, nothing written.
 func TestPublishOnAStaleMirrorReadsTheRemote(t *testing.T) {
 	var emptied atomic.Bool
-	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if emptied.Load() {
-				r.URL.Path = strings.Replace(r.URL.Path, "/edge01.git/", "/void.git/", 1)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
+	srv := gittest.NewServer(t, gittest.WithRedirect(&emptied, "edge01", "void"))
 	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
 	dir := srv.Dir("edge01")
 	srv.CreateRepo(t, "void")

@@ -3,7 +3,6 @@ package pkgrepo_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,14 +329,7 @@ func TestReadsFetchOncePerMaxAge(t *testing.T) {
 // revisions still resolve, and the next good answer is used as usual.
 func TestEmptyAnswerKeepsTheMirror(t *testing.T) {
 	var empty atomic.Bool
-	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if empty.Load() {
-				r.URL.Path = strings.Replace(r.URL.Path, "/catalog.git/", "/void.git/", 1)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
+	srv := gittest.NewServer(t, gittest.WithRedirect(&empty, "catalog", "void"))
 	srv.CreateRepo(t, "void")
 	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "catalog")}
 	dir := srv.Dir("catalog")

@@ -73,7 +73,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "flotilla-git"), "directory for the local git mirrors")
 	f.BoolVar(&o.allowLocal, "allow-local-repositories", false, "let Repositories name file:// URLs and paths on the controller's machine (demos, benchmarks, tests); off, anyone who may create a Repository could read the controller's disk")
-	f.DurationVar(&o.healthInterval, "health-interval", packagedeployment.DefaultHealthInterval, "how often sync health is re-read from workload clusters that have kubeConfigSecretRef")
+	f.DurationVar(&o.healthInterval, "health-interval", packagedeployment.DefaultHealthInterval, "how often the health watches of workload clusters that have kubeConfigSecretRef are checked, and the longest wait between two lists of one that does not answer (changes arrive through the watches at once)")
 	f.DurationVar(&o.factsInterval, "facts-interval", 5*time.Minute, "how often the facts of workload clusters that have kubeConfigSecretRef are read (status.facts)")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "reconcile and read only in these namespaces (comma-separated; default all): the ServiceAccount then needs a Role in each, and no cluster-wide access")

@@ -34,7 +34,8 @@ import (
 
 // Options tune the reconcilers.
 type Options struct {
-	// HealthInterval is how often sync health is re-read from workload clusters (default 10s).
+	// HealthInterval is how often health watches are checked, and the longest wait between two
+	// lists of a workload cluster that does not answer (default 10s).
 	HealthInterval time.Duration
 	// FactsInterval is how often the facts of workload clusters are read (default 5m).
 	FactsInterval time.Duration

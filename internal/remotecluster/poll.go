@@ -15,18 +15,22 @@ import (
 )
 
 // Poller reads back the objects that watchers (deployments) follow in their workload clusters:
-// one list per cluster, kind and namespace every Interval however many watchers a cluster has,
-// and a call to Notify only for a watcher whose object is not what it last read (Seen: it
-// appeared, went, or has another resourceVersion, or the cluster failed, recovered, or fails
-// with another error). A quiet fleet costs one request per cluster per interval and no reconcile.
-// Comparing with what each watcher read, not with the previous list, loses no change that lands
-// between a watcher's read and its Watch.
-// It is a manager Runnable: it polls while it runs (on the leader, as the reconcilers do).
+// one watch per cluster, kind and namespace however many watchers a cluster has (a feed: a list,
+// then a watch, listed again only when the watch cannot go on), and a call to Notify only for a
+// watcher whose object is not what it last read (Seen: it appeared, went, or has another
+// resourceVersion, or the cluster failed, recovered, or fails with another error). Every
+// Interval it checks each cluster's feeds against its watchers and its kubeconfig, in memory. A
+// quiet fleet costs an open watch per cluster and no request or reconcile per interval.
+// Comparing with what each watcher read, not with the previous answer, loses no change that
+// lands between a watcher's read and its Watch.
+// It is a manager Runnable: it follows clusters while it runs (on the leader, as the reconcilers
+// do).
 type Poller struct {
 	Clients *Clients
 	// Reader reads kubeconfig Secrets (uncached).
 	Reader client.Reader
-	// Interval is how often each watched cluster is listed (required).
+	// Interval is how often each followed cluster's feeds are checked, and the longest wait
+	// between two lists of a cluster that fails (required).
 	Interval time.Duration
 	// Notify is called, from the poller's goroutines, with a watcher whose object changed.
 	Notify func(ctx context.Context, watcher client.ObjectKey)
@@ -68,7 +72,8 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 		}
 		p.clusters[id] = pc
 	}
-	// The latest reference wins: a changed kubeConfigSecretRef is polled through at once.
+	// The latest reference wins: a changed kubeConfigSecretRef is followed through from the next
+	// check on.
 	pc.cluster = &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace, UID: cluster.UID}}
 	pc.cluster.Spec.KubeConfigSecretRef = cluster.Spec.KubeConfigSecretRef.DeepCopy()
 	pc.watchers[watcher] = target
@@ -78,7 +83,7 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	}
 }
 
-// Unwatch stops following what watcher followed; a cluster nobody watches is no longer polled.
+// Unwatch stops following what watcher followed; a cluster nobody watches is no longer followed.
 func (p *Poller) Unwatch(watcher client.ObjectKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -99,7 +104,7 @@ func (p *Poller) remove(watcher, id client.ObjectKey) {
 	}
 }
 
-// Start polls every watched cluster until ctx is done.
+// Start follows every watched cluster until ctx is done.
 func (p *Poller) Start(ctx context.Context) error {
 	if p.Interval <= 0 {
 		return fmt.Errorf("health poller: interval %s is not positive", p.Interval)
@@ -120,9 +125,10 @@ func (p *Poller) start(id client.ObjectKey, pc *polled) {
 	go p.run(ctx, id)
 }
 
-// run polls one cluster every interval. The first poll comes at a random point of the first
-// interval (the watcher has just read the object itself), so that the clusters of a fleet
-// watched at once are spread over the interval instead of listed together.
+// run follows one cluster: a feed (a watch) per kind and namespace its watchers follow, checked
+// every interval. The first check comes at a random point of the first interval (the watcher has
+// just read the object itself), so that the clusters of a fleet watched at once start their
+// watches spread over the interval instead of together.
 func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
 	every := p.Interval
 	first := time.NewTimer(time.Duration(rand.Int64N(int64(every))) + time.Millisecond)
@@ -132,10 +138,16 @@ func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
 		return
 	case <-first.C:
 	}
+	feeds := map[listKey]*feed{}
+	defer func() {
+		for _, f := range feeds {
+			f.halt()
+		}
+	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		p.poll(ctx, id)
+		p.check(ctx, id, feeds)
 		select {
 		case <-ctx.Done():
 			return
@@ -144,14 +156,12 @@ func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
 	}
 }
 
-type follower struct {
-	watcher client.ObjectKey
-	target  Target
-}
-
-// poll lists each kind and namespace the cluster's watchers follow, and notifies those whose
-// object is not what they last read.
-func (p *Poller) poll(ctx context.Context, id client.ObjectKey) {
+// check makes feeds follow what the cluster's watchers follow, through the cluster's current
+// client (a new client, for a changed kubeconfig or after a failure, restarts them; a kubeconfig
+// that cannot be read is every list's answer until it can), and notifies every watcher whose
+// object is not what it last read. Apart from the kubeconfig Secret, read again every
+// KubeconfigMaxAge, it makes no request.
+func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listKey]*feed) {
 	p.mu.Lock()
 	pc := p.clusters[id]
 	if pc == nil {
@@ -159,22 +169,73 @@ func (p *Poller) poll(ctx context.Context, id client.ObjectKey) {
 		return
 	}
 	cluster := pc.cluster
-	byList := map[listKey][]follower{}
-	for w, t := range pc.watchers {
-		k := listKey{gvk: t.GVK, namespace: t.Namespace}
-		byList[k] = append(byList[k], follower{watcher: w, target: t})
+	keys := map[listKey]bool{}
+	for _, t := range pc.watchers {
+		keys[listKey{gvk: t.GVK, namespace: t.Namespace}] = true
 	}
 	p.mu.Unlock()
-	for k, followers := range byList {
-		answer := p.Clients.list(ctx, p.Reader, cluster, k)
-		if ctx.Err() != nil {
-			return
+	for k, f := range feeds {
+		if !keys[k] {
+			f.halt()
+			delete(feeds, k)
 		}
-		for _, f := range followers {
-			seen := Seen(answer.items[f.target.Name], answer.err)
-			if seen != f.target.Seen && p.saw(id, f, seen) {
-				p.Notify(ctx, f.watcher)
+	}
+	_, err := p.Clients.For(ctx, p.Reader, cluster)
+	if ctx.Err() != nil {
+		return
+	}
+	gen, ref := p.Clients.generation(cluster), kubeconfigRef(cluster)
+	for k := range keys {
+		f := feeds[k]
+		if f != nil && (err != nil || f.gen != gen || f.ref != ref) {
+			f.halt()
+			delete(feeds, k)
+			f = nil
+		}
+		if f == nil && err == nil {
+			started, ferr := p.Clients.follow(ctx, p.Reader, cluster, k, p.Interval, func() { p.compare(ctx, id, k) })
+			if ferr != nil {
+				p.Clients.keep(cluster, k, ferr)
+			} else {
+				feeds[k] = started
 			}
+		} else if f == nil {
+			p.Clients.keep(cluster, k, err)
+		}
+		p.compare(ctx, id, k)
+	}
+}
+
+type follower struct {
+	watcher client.ObjectKey
+	target  Target
+}
+
+// compare notifies the watchers of key in the cluster whose object, as the cache has it now, is
+// not what they last read.
+func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) {
+	p.mu.Lock()
+	pc := p.clusters[id]
+	if pc == nil {
+		p.mu.Unlock()
+		return
+	}
+	cluster := pc.cluster
+	var followers []follower
+	for w, t := range pc.watchers {
+		if t.GVK == key.gvk && t.Namespace == key.namespace {
+			followers = append(followers, follower{watcher: w, target: t})
+		}
+	}
+	p.mu.Unlock()
+	answer, ok := p.Clients.cached(cluster, key)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	for _, f := range followers {
+		seen := Seen(answer.items[f.target.Name], answer.err)
+		if seen != f.target.Seen && p.saw(id, f, seen) {
+			p.Notify(ctx, f.watcher)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,24 +24,44 @@ import (
 
 // TestPollerNotifiesOnlyWhatChanged: watchers follow ConfigMaps (one absent) of a workload
 // cluster, a real API server behind a proxy that counts the requests and can fail them. The
-// cluster is listed once per interval whatever the number of watchers; nobody is notified while
-// nothing changes; a changed, created or deleted object notifies its watcher only, a change
-// between a watcher's read and its Watch included; a cluster
-// that stops answering, or hangs past the list timeout, notifies everyone once (not every
-// interval), and answers the watchers' reads from the failed list without a request; recovery
-// notifies everyone once; a cluster nobody watches any more is not listed.
+// cluster is listed once and watched, whatever the number of watchers, and asked nothing more
+// while nothing changes; nobody is notified while nothing changes; a changed, created or deleted
+// object notifies its watcher only, from the watch (no list, no read), a change between a
+// watcher's read and its Watch included. A cluster that refuses watches is followed by a
+// metadata list per interval, one whose watch connections are reset by a list when they end:
+// changes still arrive, and nobody hears of a failure. A cluster that stops answering (its
+// connections dropped), or hangs past the list timeout with its watch open, notifies everyone
+// once (not every interval), is listed at most once per interval meanwhile, and answers the
+// watchers' reads from the failed list without a request; recovery notifies everyone once. A
+// cluster nobody watches any more has no watch open and is not asked.
 func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	_, cfg, admin := startAPIServer(t)
-	var lists, fullLists atomic.Int32
-	var failing, hanging atomic.Bool
+	var lists, fullLists, watches, openWatches atomic.Int32
+	var failing, hanging, refuseWatches, resetWatches atomic.Bool
 	var readsMu sync.Mutex
 	var reads []string // the objects read one by one, in full
 	srv := apiproxy.Serve(t, cfg, func(w http.ResponseWriter, r *http.Request) bool {
 		const path = "/api/v1/namespaces/default/configmaps"
 		if r.Method == http.MethodGet && r.URL.Path == path {
-			lists.Add(1)
-			if !strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
-				fullLists.Add(1)
+			if r.URL.Query().Get("watch") == "true" {
+				watches.Add(1)
+				switch {
+				case refuseWatches.Load():
+					http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"configmaps is forbidden: cannot watch"}`, http.StatusForbidden)
+					return true
+				case resetWatches.Load():
+					if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+						_ = conn.Close()
+					}
+					return true
+				}
+				openWatches.Add(1)
+				context.AfterFunc(r.Context(), func() { openWatches.Add(-1) })
+			} else {
+				lists.Add(1)
+				if !strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+					fullLists.Add(1)
+				}
 			}
 		}
 		if name, ok := strings.CutPrefix(r.URL.Path, path+"/"); ok && r.Method == http.MethodGet {
@@ -114,21 +135,32 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 		reads = nil
 		return got
 	}
-	// quiet waits n intervals and checks that nobody was notified and the cluster was listed at
-	// most once per interval, metadata only, with no object read in full.
+	// quiet waits n intervals and checks that nobody was notified, and that the cluster was asked
+	// nothing but its heartbeat (a metadata list every HeartbeatIntervals intervals): no full
+	// list, no watch started, no object read.
 	quiet := func(n int, when string) {
 		t.Helper()
-		before, beforeFull := lists.Load(), fullLists.Load()
+		before, beforeFull, beforeWatches := lists.Load(), fullLists.Load(), watches.Load()
 		takeReads()
 		time.Sleep(time.Duration(n) * interval)
 		if got := take(); len(got) != 0 {
 			t.Fatalf("%s: notified %v with nothing changed", when, got)
 		}
+		if got, full, w, read := lists.Load()-before, fullLists.Load()-beforeFull, watches.Load()-beforeWatches, takeReads(); got > int32(n/HeartbeatIntervals)+1 || full != 0 || w != 0 || len(read) != 0 {
+			t.Fatalf("%s: %d lists (%d in full), %d watches and %v read in full with nothing changed, want no more than the heartbeat's", when, got, full, w, read)
+		}
+	}
+	// failingQuiet is quiet for a cluster that does not answer: it is listed at most once per
+	// interval, and nobody is told again.
+	failingQuiet := func(n int, when string) {
+		t.Helper()
+		before := lists.Load()
+		time.Sleep(time.Duration(n) * interval)
+		if got := take(); len(got) != 0 {
+			t.Fatalf("%s: notified %v again", when, got)
+		}
 		if got := lists.Load() - before; got > int32(n)+1 {
 			t.Fatalf("%s: %d lists in %d intervals, want at most one per interval", when, got, n)
-		}
-		if got, read := fullLists.Load()-beforeFull, takeReads(); got != 0 || len(read) != 0 {
-			t.Fatalf("%s: %d full lists and %v read in full with nothing changed, want metadata-only lists", when, got, read)
 		}
 	}
 	// expect waits for exactly want to be notified.
@@ -148,11 +180,17 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 			t.Fatalf("%s: notified %v, want %v", when, got, want)
 		}
 	}
+	// goAway drops every connection to the cluster, as a cluster that goes away does.
+	goAway := func() { srv.CloseClientConnections() }
 
-	quiet(6, "after the watches began")
-	if lists.Load() < read+4 {
-		t.Fatalf("the poller listed the cluster %d times in 6 intervals", lists.Load()-read)
+	deadline := time.Now().Add(10 * interval)
+	for watches.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(interval / 10)
 	}
+	if got := lists.Load() - read; got != 1 || watches.Load() != 1 {
+		t.Fatalf("the poller began with %d lists and %d watches, want one of each", got, watches.Load())
+	}
+	quiet(6, "after the watches began")
 
 	update := func(name string) {
 		t.Helper()
@@ -166,20 +204,27 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 		}
 	}
 	takeReads()
+	beforeFull, beforeWatches := fullLists.Load(), watches.Load()
 	update("b")
 	expect("b changed", "w-b")
-	if got := takeReads(); !slices.Equal(got, []string{"b"}) {
-		t.Fatalf("b changed: read %v in full, want b alone", got)
+	if got, l, w := takeReads(), fullLists.Load()-beforeFull, watches.Load()-beforeWatches; len(got) != 0 || l != 0 || w != 0 {
+		t.Fatalf("b changed: read %v in full, %d full lists, %d watches; want nothing asked (the watch brings it)", got, l, w)
 	}
 
-	// A change that lands between a watcher's read and its Watch, listed by the poller before
-	// the Watch, is not lost: the poller compares with what the watcher read.
+	// A change that lands between a watcher's read and its Watch, seen by the poller before the
+	// Watch, is not lost: the poller compares with what the watcher read.
 	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := clients.Get(ctx, admin, cluster, configMaps, "default", "d", 0)
-	if err != nil || obj == nil {
-		t.Fatalf("read d: %v, %v", obj, err)
+	var obj *unstructured.Unstructured
+	for deadline := time.Now().Add(10 * interval); obj == nil && time.Now().Before(deadline); time.Sleep(interval / 10) {
+		var err error
+		if obj, err = clients.Get(ctx, admin, cluster, configMaps, "default", "d", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if obj == nil {
+		t.Fatal("d, created, never reached the cache")
 	}
 	update("d")
 	time.Sleep(3 * interval)
@@ -193,26 +238,48 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("a deleted", "w-a")
-	// An object nobody follows changes: nobody is told.
-	takeReads()
+	if l, w := fullLists.Load()-beforeFull, watches.Load()-beforeWatches; l != 0 || w != 0 {
+		t.Fatalf("objects changed, created and deleted: %d full lists and %d watches, want none", l, w)
+	}
+	// An object nobody follows changes: nobody is told, nothing is asked.
 	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unfollowed", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
 	}
-	// It is read in full once (the list does not know who follows what), then only listed.
-	time.Sleep(3 * interval)
-	if got := take(); len(got) != 0 {
-		t.Fatalf("an unfollowed object created: notified %v", got)
-	}
-	if got := takeReads(); !slices.Equal(got, []string{"unfollowed"}) {
-		t.Fatalf("an unfollowed object created: read %v in full, want it once", got)
-	}
 	quiet(4, "an unfollowed object created")
 
-	failing.Store(true)
-	expect("the cluster stopped answering", "w-a", "w-absent", "w-b", "w-c", "w-d")
-	quiet(4, "the cluster still not answering")
-	// Every watcher's read is answered from the failed list: no request per deployment.
+	// A cluster that refuses watches (RBAC without the watch verb): a metadata list per interval
+	// follows it, and a difference is listed.
+	refuseWatches.Store(true)
+	goAway()
+	time.Sleep(time.Duration(HeartbeatIntervals+2) * interval) // the heartbeat that was due
 	before := lists.Load()
+	time.Sleep(4 * interval)
+	if got := lists.Load() - before; got < 2 || got > 5 {
+		t.Fatalf("watches refused: %d lists in 4 intervals, want about one per interval", got)
+	}
+	update("c")
+	expect("c changed, watches refused", "w-c")
+	refuseWatches.Store(false)
+	update("c") // listed, and the watch opens again
+	expect("c changed again, watches allowed", "w-c")
+	quiet(4, "watches allowed again")
+
+	// Watch connections that are reset (a load balancer without a backend for streams): each
+	// watch that ends without a word is followed by a list, which brings the change.
+	resetWatches.Store(true)
+	goAway()
+	update("b")
+	expect("b changed, watches reset", "w-b")
+	resetWatches.Store(false)
+	update("b")
+	expect("b changed again, watches work", "w-b")
+
+	failing.Store(true)
+	goAway()
+	expect("the cluster stopped answering", "w-a", "w-absent", "w-b", "w-c", "w-d")
+	failingQuiet(4, "the cluster still not answering")
+	// Every watcher's read is answered from the failed list: no request per deployment.
+	before = lists.Load()
 	for _, name := range []string{"a", "b", "c", "d", "absent"} {
 		if _, err := clients.Get(ctx, admin, cluster, configMaps, "default", name, 2*interval); err == nil {
 			t.Fatalf("read of %s succeeded while the cluster does not answer", name)
@@ -224,8 +291,9 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	failing.Store(false)
 	expect("the cluster answers again", "w-a", "w-absent", "w-b", "w-c", "w-d")
 
-	// A cluster that hangs: each list gives up after ListTimeout, and that is its answer, kept
-	// like a failure (everyone told once, their reads answered without a request each).
+	// A cluster that hangs with its watch open: the heartbeat gives up after ListTimeout, so does
+	// the list after it, and that is its answer, kept like a failure (everyone told once, their
+	// reads answered without a request each).
 	hanging.Store(true)
 	expect("the cluster hangs", "w-a", "w-absent", "w-b", "w-c", "w-d")
 	before = lists.Load()
@@ -237,18 +305,22 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	if got := lists.Load() - before; got > 1 {
 		t.Fatalf("5 reads of a hanging cluster made %d lists, want at most the poller's own", got)
 	}
+	failingQuiet(4, "the cluster still hanging")
 	hanging.Store(false)
 	expect("the cluster answers again after hanging", "w-a", "w-absent", "w-b", "w-c", "w-d")
 
 	for _, name := range []string{"a", "b", "c", "d", "absent"} {
 		p.Unwatch(client.ObjectKey{Namespace: "team", Name: "w-" + name})
 	}
-	time.Sleep(interval) // a poll under way finishes
-	before = lists.Load()
+	time.Sleep(interval) // a check under way finishes
+	if n := openWatches.Load(); n != 0 {
+		t.Fatalf("%d watches still open after every watcher left", n)
+	}
+	before, beforeWatches = lists.Load(), watches.Load()
 	update("c")
 	time.Sleep(4 * interval)
-	if got := lists.Load() - before; got != 0 {
-		t.Fatalf("a cluster nobody watches was listed %d times", got)
+	if got, w := lists.Load()-before, watches.Load()-beforeWatches; got != 0 || w != 0 {
+		t.Fatalf("a cluster nobody watches was listed %d times and watched %d times", got, w)
 	}
 	if got := take(); len(got) != 0 {
 		t.Fatalf("notified %v after every watch ended", got)

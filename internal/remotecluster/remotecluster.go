@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"sync"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -61,6 +64,7 @@ type Clients struct {
 	ListTimeout time.Duration
 
 	mu      sync.Mutex
+	gens    uint64 // clients built so far
 	clients map[client.ObjectKey]entry
 	// gone holds the UIDs of deleted clusters (Forget), with when they were forgotten: a read
 	// that started before the deletion must not build their client again.
@@ -80,6 +84,18 @@ type entry struct {
 	client     client.Client
 	// discovery asks the workload cluster's API server for its version.
 	discovery discovery.ServerVersionInterface
+	// gen tells this client from the one built before it, from the same kubeconfig or not.
+	gen uint64
+	// mapper and streams serve the health feeds, through the same connection.
+	mapper  meta.RESTMapper
+	streams streams
+}
+
+// streams are the clients of a cluster's health feeds: without a request timeout (a watch is a
+// stream that outlives it), each call bounding itself.
+type streams struct {
+	dynamic  dynamic.Interface
+	metadata metadata.Interface
 }
 
 type listKey struct {
@@ -98,6 +114,15 @@ type cachedList struct {
 	// known are the objects of the last list that succeeded through ref (kept over failures):
 	// the next list reads in full only what changed since.
 	known map[string]*unstructured.Unstructured
+	// feed, while it runs, keeps this answer current (a watch): it is as fresh as it gets.
+	feed *feed
+}
+
+func (c *Clients) listTimeout() time.Duration {
+	if c.ListTimeout > 0 {
+		return c.ListTimeout
+	}
+	return DefaultListTimeout
 }
 
 func (c *Clients) clock() time.Time {
@@ -164,13 +189,42 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for cluster %s: %w", id, err)
 	}
+	st, err := newStreams(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("watch clients for cluster %s: %w", id, err)
+	}
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
-	c.clients[id] = entry{sum: sum, uid: cluster.UID, ref: ref, secretRead: c.clock(), client: cl, discovery: dc}
+	c.gens++
+	c.clients[id] = entry{sum: sum, uid: cluster.UID, ref: ref, secretRead: c.clock(), client: cl, discovery: dc, gen: c.gens, mapper: mapper, streams: st}
 	// What the old kubeconfig answered may be another cluster's objects.
 	delete(c.lists, id)
 	return cl, nil
+}
+
+// newStreams builds the feeds' clients on hc's transport (its connections), without cfg's
+// timeout.
+func newStreams(cfg *rest.Config, hc *http.Client) (streams, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0
+	untimed := &http.Client{Transport: hc.Transport, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, untimed)
+	if err != nil {
+		return streams{}, err
+	}
+	md, err := metadata.NewForConfigAndClient(cfg, untimed)
+	if err != nil {
+		return streams{}, err
+	}
+	return streams{dynamic: dyn, metadata: md}, nil
+}
+
+// generation tells the cluster's current client from any other (0: it has none).
+func (c *Clients) generation(cluster *v1alpha1.WorkloadCluster) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clients[client.ObjectKeyFromObject(cluster)].gen
 }
 
 // KnownKinds maps the namespaced kinds given (the engines' objects) and the built-in kinds
@@ -258,8 +312,9 @@ func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alph
 	c.mu.Lock()
 	cached, ok := c.lists[id][key]
 	c.mu.Unlock()
-	// A fresh list answers without a request, and without reading the Secret either.
-	if ok && cached.ref == kubeconfigRef(cluster) && c.clock().Sub(cached.at) < maxAge {
+	// A fresh list, or one a watch keeps current, answers without a request, and without reading
+	// the Secret either.
+	if ok && cached.ref == kubeconfigRef(cluster) && (cached.feed != nil || c.clock().Sub(cached.at) < maxAge) {
 		return cached.items[name], cached.err
 	}
 	l := c.list(ctx, reader, cluster, key)
@@ -289,10 +344,7 @@ const DefaultListTimeout = 30 * time.Second
 // about the cluster.
 func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey) cachedList {
 	l := cachedList{ref: kubeconfigRef(cluster)}
-	timeout := c.ListTimeout
-	if timeout <= 0 {
-		timeout = DefaultListTimeout
-	}
+	timeout := c.listTimeout()
 	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
 	prev := c.lists[id][key]
@@ -318,8 +370,41 @@ func (c *Clients) list(ctx context.Context, reader client.Reader, cluster *v1alp
 	if c.lists[id] == nil {
 		c.lists[id] = map[listKey]cachedList{}
 	}
+	if live := c.lists[id][key]; live.feed != nil && live.ref == l.ref {
+		return live // a watch started meanwhile: its answer is newer
+	}
 	c.lists[id][key] = l
 	return l
+}
+
+// cached returns the kept answer of key's list in cluster, if there is one through the cluster's
+// current kubeconfig reference.
+func (c *Clients) cached(cluster *v1alpha1.WorkloadCluster, key listKey) (cachedList, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.lists[client.ObjectKeyFromObject(cluster)][key]
+	return l, ok && l.ref == kubeconfigRef(cluster)
+}
+
+// keep makes err the answer of key's list in cluster, for reads that come before the next try.
+func (c *Clients) keep(cluster *v1alpha1.WorkloadCluster, key listKey, err error) {
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, gone := c.gone[cluster.UID]; gone && cluster.UID != "" {
+		return // deleted: nobody reads its answers
+	}
+	if c.lists == nil {
+		c.lists = map[client.ObjectKey]map[listKey]cachedList{}
+	}
+	if c.lists[id] == nil {
+		c.lists[id] = map[listKey]cachedList{}
+	}
+	l := cachedList{ref: kubeconfigRef(cluster), at: c.clock(), err: err}
+	if prev := c.lists[id][key]; prev.ref == l.ref {
+		l.known = prev.known
+	}
+	c.lists[id][key] = l
 }
 
 // listNow lists key's objects in the workload cluster. With prev (the objects of the last list

@@ -37,8 +37,9 @@ type Reconciler struct {
 	Git       fleet.Git
 	// Clients reach workload clusters with spec.kubeConfigSecretRef, for health feedback.
 	Clients *remotecluster.Clients
-	// HealthInterval is how often health is re-read from a workload cluster (default 10s): one
-	// list per cluster, kind and namespace, and a reconcile only for what changed.
+	// HealthInterval is how often a workload cluster's health watches are checked, and the
+	// longest wait between two lists of one that does not answer (default 10s): one watch per
+	// cluster, kind and namespace, and a reconcile only for what changed.
 	HealthInterval time.Duration
 	// Workers is how many deployments are reconciled at once (at least 1).
 	Workers int
@@ -134,9 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	target := remotecluster.Target{GVK: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), Namespace: ref.Namespace, Name: ref.Name}
 	h, seen := r.health(ctx, pd, cluster, target)
 	setSynced(pd, h)
-	// No requeue: the poller lists the cluster's sync objects every health interval and brings
-	// this deployment back when its sync object is not what was just read, or the cluster stops
-	// (or resumes) answering. Health is a function of that object alone.
+	// No requeue: the poller watches the cluster's sync objects and brings this deployment back
+	// when its sync object is not what was just read, or the cluster stops (or resumes)
+	// answering. Health is a function of that object alone.
 	target.Seen = seen
 	r.poller.Watch(req.NamespacedName, cluster, target)
 	followed = true
@@ -203,7 +204,8 @@ func (r *Reconciler) deferredPin(pd *v1alpha1.PackageDeployment) *v1alpha1.Resol
 // evaluates it against the pin; seen is what the read said, for the poller. An unreachable
 // cluster is a result, not an error: it becomes the condition.
 func (r *Reconciler) health(ctx context.Context, pd *v1alpha1.PackageDeployment, cluster *v1alpha1.WorkloadCluster, target remotecluster.Target) (_ health.Result, seen string) {
-	// The poller refreshes the list every interval: twice that is only reached when it is late.
+	// The poller's watch keeps the list current; without one, a list younger than two intervals
+	// is used.
 	obj, err := r.Clients.Get(ctx, r.APIReader, cluster, target.GVK, target.Namespace, target.Name, 2*r.healthInterval())
 	seen = remotecluster.Seen(obj, err)
 	switch {
@@ -222,8 +224,8 @@ func (r *Reconciler) healthInterval() time.Duration {
 	return DefaultHealthInterval
 }
 
-// DefaultHealthInterval is how often health is re-read when HealthInterval is not set (the
-// controller's --health-interval default).
+// DefaultHealthInterval is HealthInterval when it is not set (the controller's --health-interval
+// default).
 const DefaultHealthInterval = 10 * time.Second
 
 // waitingFor returns the dependency the cluster holds pd back for (fleet.Hold), "" when none: pd

@@ -1,0 +1,367 @@
+package remotecluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+)
+
+// feed keeps one list of a workload cluster's objects (a kind in a namespace) current: it lists
+// once, then watches from that list's resourceVersion (again from where it stopped when the
+// server ends the watch, every 5 to 10 minutes), and every HeartbeatIntervals health intervals it
+// lists the objects' metadata alone, which proves that the cluster still answers and that the
+// watch missed nothing. It lists in full again when the watch cannot go on (the resourceVersion
+// expired, the connection failed, client-go gave up reconnecting) or the heartbeat differs from
+// what the watch brought. Every change lands in the Clients' list cache, where health reads find
+// it without a request, and is announced through changed. An idle cluster costs an open watch
+// and a small list a minute (at the default interval), instead of a list every interval.
+//
+// Only a list says whether the cluster answers: a failed list is the cluster's answer (every
+// follower sees the error) until a list succeeds again, tried with a backoff capped at the health
+// interval. A cluster whose connection breaks is reported within seconds; one that stops answering
+// while its watch stays open, within a heartbeat and a list timeout. A cluster that does not let
+// flotilla watch (RBAC without the watch verb) is followed by its heartbeat every interval, as
+// before watches: any difference is listed.
+type feed struct {
+	c       *Clients
+	cluster *v1alpha1.WorkloadCluster
+	id      client.ObjectKey
+	key     listKey
+	ref     v1alpha1.SecretKeyReference
+	gen     uint64 // of the cluster's client the feed reads through
+	// res lists and watches, meta lists metadata: through the cluster's connection, without its
+	// client's request timeout (a watch outlives it); each call bounds itself.
+	res      dynamic.ResourceInterface
+	meta     metadata.ResourceInterface
+	changed  func()
+	interval time.Duration
+
+	ctx  context.Context
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu       sync.Mutex
+	items    map[string]*unstructured.Unstructured // what the last list and the watch since brought
+	watching atomic.Bool                           // a watch is open
+}
+
+// HeartbeatIntervals is how many health intervals pass between two heartbeats of a cluster
+// whose watch is open (one minute at the default interval).
+const HeartbeatIntervals = 6
+
+const (
+	// A watch asks the server to end it after a random 5 to 10 minutes (as client-go's Reflector
+	// does), so a fleet's watches are not renewed together.
+	minWatch = 5 * time.Minute
+	// A watch that ends sooner than shortWatch waits for the watch backoff before the next try; one
+	// that lasted steadyWatch resets that backoff.
+	shortWatch  = time.Second
+	steadyWatch = 2 * time.Minute
+	// notAllowedRetry is how long a cluster that refuses watches is followed by heartbeats alone
+	// before the watch is tried again.
+	notAllowedRetry = 5 * time.Minute
+)
+
+// follow starts a feed of key's objects in cluster through its current client; changed is called
+// (from the feed's goroutines) after each change the feed writes to the cache. interval is the
+// health interval: the heartbeat's unit, and the cap of the backoff between two lists of a
+// cluster that fails, so a failing cluster is asked about once per interval and recovers within
+// one.
+func (c *Clients) follow(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey, interval time.Duration, changed func()) (*feed, error) {
+	if _, err := c.For(ctx, reader, cluster); err != nil {
+		return nil, err
+	}
+	id := client.ObjectKeyFromObject(cluster)
+	c.mu.Lock()
+	e, ok := c.clients[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("workload cluster %s has no client", id)
+	}
+	m, err := e.mapper.RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
+	if err != nil {
+		return nil, c.listError(cluster, key, err)
+	}
+	f := &feed{c: c, cluster: cluster, id: id, key: key, ref: kubeconfigRef(cluster), gen: e.gen,
+		res:     e.streams.dynamic.Resource(m.Resource).Namespace(key.namespace),
+		meta:    e.streams.metadata.Resource(m.Resource).Namespace(key.namespace),
+		changed: changed, interval: interval, done: make(chan struct{})}
+	f.ctx, f.stop = context.WithCancel(ctx)
+	go f.run()
+	return f, nil
+}
+
+// halt stops the feed and waits for it; what it cached stays, no longer live (a health read
+// lists again once it is older than the read allows).
+func (f *feed) halt() {
+	f.stop()
+	<-f.done
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	if l, ok := f.c.lists[f.id][f.key]; ok && l.feed == f {
+		l.feed = nil
+		f.c.lists[f.id][f.key] = l
+	}
+}
+
+func (f *feed) backoff() wait.Backoff {
+	first := min(f.interval, time.Second)
+	return wait.Backoff{Duration: first, Factor: 2, Jitter: 0.1, Steps: 64, Cap: max(f.interval, first)}
+}
+
+// run lists, then follows (watch and heartbeats), until the feed is stopped.
+func (f *feed) run() {
+	defer close(f.done)
+	listRetry, watchRetry := f.backoff(), f.backoff()
+	for f.ctx.Err() == nil {
+		rv, err := f.list()
+		if err != nil {
+			sleep(f.ctx, listRetry.Step())
+			continue
+		}
+		listRetry = f.backoff()
+		f.follow(rv, &watchRetry)
+	}
+}
+
+// follow watches from rv and beats, until the watch cannot go on or a heartbeat says to list.
+func (f *feed) follow(rv string, watchRetry *wait.Backoff) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	relist := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if f.watchFrom(ctx, rv, watchRetry) {
+			close(relist)
+		}
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for {
+		every := f.interval
+		if f.watching.Load() {
+			every *= HeartbeatIntervals
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-relist:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !f.heartbeat(ctx) {
+			return
+		}
+	}
+}
+
+// watchFrom watches from rv, again from where each watch stopped, until the feed must list
+// (true) or ctx is done (false).
+func (f *feed) watchFrom(ctx context.Context, rv string, retry *wait.Backoff) bool {
+	for ctx.Err() == nil {
+		began := time.Now()
+		requested := minWatch + time.Duration(rand.Int64N(int64(minWatch)))
+		next, events, err := f.watch(ctx, rv, requested)
+		if ctx.Err() != nil {
+			return false
+		}
+		lasted := time.Since(began)
+		if lasted >= steadyWatch {
+			*retry = f.backoff()
+		}
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+			// Not allowed to watch: the heartbeat, every interval now, follows the objects.
+			sleep(ctx, notAllowedRetry)
+			continue
+		case err != nil, events == 0 && lasted < requested*9/10:
+			// Failed, or ended early without a word (client-go gives a watch that cannot
+			// reconnect back empty): list, which says whether the cluster still answers.
+			if lasted < shortWatch {
+				sleep(ctx, retry.Step())
+			}
+			return true
+		}
+		rv = next
+	}
+	return false
+}
+
+// watch watches from rv until the server ends the watch (nil error) or it fails, applying each
+// event to the feed's objects; it returns the resourceVersion to go on from and how many events
+// (bookmarks included) came.
+func (f *feed) watch(ctx context.Context, rv string, requested time.Duration) (string, int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A cluster that takes the connection but does not answer is given ListTimeout, as a list is.
+	answer := time.AfterFunc(f.c.listTimeout(), cancel)
+	seconds := int64(requested / time.Second)
+	w, err := f.res.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &seconds})
+	if !answer.Stop() && err == nil {
+		w.Stop()
+		err = fmt.Errorf("watch %s in workload cluster %s: no answer within %s", f.key.gvk.Kind, f.cluster.Name, f.c.listTimeout())
+	}
+	if err != nil {
+		return rv, 0, err
+	}
+	defer w.Stop()
+	f.watching.Store(true)
+	defer f.watching.Store(false)
+	events := 0
+	for ev := range w.ResultChan() {
+		events++
+		switch ev.Type {
+		case watch.Error:
+			return rv, events, apierrors.FromObject(ev.Object)
+		case watch.Bookmark:
+			if o, err := meta.Accessor(ev.Object); err == nil {
+				rv = o.GetResourceVersion()
+			}
+			continue
+		}
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return rv, events, fmt.Errorf("watch %s in workload cluster %s: unexpected %T", f.key.gvk.Kind, f.cluster.Name, ev.Object)
+		}
+		rv = u.GetResourceVersion()
+		u.SetManagedFields(nil) // health never reads them
+		f.mu.Lock()
+		if ev.Type == watch.Deleted {
+			delete(f.items, u.GetName())
+		} else {
+			f.items[u.GetName()] = u
+		}
+		f.mu.Unlock()
+		f.publishItems()
+	}
+	return rv, events, nil
+}
+
+// list lists the objects (for ListTimeout at most) and makes them, or the failure, the cluster's
+// answer; it returns the list's resourceVersion, to watch from.
+func (f *feed) list() (string, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, f.c.listTimeout())
+	defer cancel()
+	list, err := f.res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if f.ctx.Err() == nil {
+			err = f.c.listError(f.cluster, f.key, err)
+			f.publish(func(l *cachedList) { l.err = err })
+		}
+		return "", err
+	}
+	items := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		list.Items[i].SetManagedFields(nil)
+		items[list.Items[i].GetName()] = &list.Items[i]
+	}
+	f.mu.Lock()
+	f.items = items
+	f.mu.Unlock()
+	f.publishItems()
+	return list.GetResourceVersion(), nil
+}
+
+// heartbeat lists the objects' metadata and reports whether the feed can go on: the cluster
+// answered, with the objects the feed has (a change the watch is bringing has a second to land).
+// A failure is left to the list that follows to report.
+func (f *feed) heartbeat(ctx context.Context) bool {
+	for range 2 {
+		reqCtx, cancel := context.WithTimeout(ctx, f.c.listTimeout())
+		list, err := f.meta.List(reqCtx, metav1.ListOptions{})
+		cancel()
+		if err != nil || ctx.Err() != nil {
+			return false
+		}
+		if f.holds(list) {
+			return true
+		}
+		if !f.watching.Load() {
+			return false
+		}
+		sleep(ctx, time.Second)
+	}
+	return false
+}
+
+// holds reports whether the feed's objects are those of list, at the same resourceVersions.
+func (f *feed) holds(list *metav1.PartialObjectMetadataList) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(list.Items) != len(f.items) {
+		return false
+	}
+	for i := range list.Items {
+		o, ok := f.items[list.Items[i].Name]
+		if !ok || o.GetResourceVersion() != list.Items[i].ResourceVersion {
+			return false
+		}
+	}
+	return true
+}
+
+// publishItems writes the feed's objects to the cache as the cluster's answer.
+func (f *feed) publishItems() {
+	f.mu.Lock()
+	items := maps.Clone(f.items)
+	f.mu.Unlock()
+	if items == nil {
+		items = map[string]*unstructured.Unstructured{}
+	}
+	f.publish(func(l *cachedList) { l.items, l.known = items, items })
+}
+
+// publish sets the cached answer of the feed's list, live, unless the feed was stopped or the
+// cluster's client is no longer the one the feed reads through (its answer may be another
+// cluster's objects), and tells the poller.
+func (f *feed) publish(set func(*cachedList)) {
+	c := f.c
+	c.mu.Lock()
+	if e, ok := c.clients[f.id]; f.ctx.Err() != nil || !ok || e.gen != f.gen {
+		c.mu.Unlock()
+		return
+	}
+	l := cachedList{ref: f.ref, at: c.clock(), feed: f}
+	if prev := c.lists[f.id][f.key]; prev.ref == f.ref {
+		l.known = prev.known
+	}
+	set(&l)
+	if c.lists == nil {
+		c.lists = map[client.ObjectKey]map[listKey]cachedList{}
+	}
+	if c.lists[f.id] == nil {
+		c.lists[f.id] = map[listKey]cachedList{}
+	}
+	c.lists[f.id][f.key] = l
+	c.mu.Unlock()
+	f.changed()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

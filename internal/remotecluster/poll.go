@@ -18,9 +18,11 @@ import (
 // one watch per cluster, kind and namespace however many watchers a cluster has (a feed: a list,
 // then a watch, listed again only when the watch cannot go on), and a call to Notify only for a
 // watcher whose object is not what it last read (Seen: it appeared, went, or has another
-// resourceVersion, or the cluster failed, recovered, or fails with another error). Every
-// Interval it checks each cluster's feeds against its watchers and its kubeconfig, in memory. A
-// quiet fleet costs an open watch per cluster and no request or reconcile per interval.
+// resourceVersion, or the cluster failed, recovered, or fails with another error). It checks
+// each cluster's feeds against its watchers and its kubeconfig, in memory, when a watcher comes
+// or changes, every Interval while the cluster fails, and every HeartbeatIntervals intervals
+// while it answers. A quiet fleet costs an open watch and a heartbeat a minute per cluster, no
+// reconcile.
 // Comparing with what each watcher read, not with the previous answer, loses no change that
 // lands between a watcher's read and its Watch.
 // It is a manager Runnable: it follows clusters while it runs (on the leader, as the reconcilers
@@ -54,6 +56,8 @@ type polled struct {
 	cluster  *v1alpha1.WorkloadCluster
 	watchers map[client.ObjectKey]Target
 	stop     context.CancelFunc // nil until polling started
+	// kick wakes the cluster's check before its time: a watcher came, or follows something else.
+	kick chan struct{}
 }
 
 // Watch makes watcher follow target in cluster (instead of what it followed before).
@@ -66,18 +70,26 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	}
 	pc := p.clusters[id]
 	if pc == nil {
-		pc = &polled{watchers: map[client.ObjectKey]Target{}}
+		pc = &polled{watchers: map[client.ObjectKey]Target{}, kick: make(chan struct{}, 1)}
 		if p.clusters == nil {
 			p.clusters, p.watchers = map[client.ObjectKey]*polled{}, map[client.ObjectKey]client.ObjectKey{}
 		}
 		p.clusters[id] = pc
 	}
 	// The latest reference wins: a changed kubeConfigSecretRef is followed through from the next
-	// check on.
+	// check on, which it brings forward.
+	old, had := pc.watchers[watcher]
+	moved := pc.cluster == nil || kubeconfigRef(pc.cluster) != kubeconfigRef(cluster)
 	pc.cluster = &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace, UID: cluster.UID}}
 	pc.cluster.Spec.KubeConfigSecretRef = cluster.Spec.KubeConfigSecretRef.DeepCopy()
 	pc.watchers[watcher] = target
 	p.watchers[watcher] = id
+	if !had || old != target || moved {
+		select {
+		case pc.kick <- struct{}{}:
+		default:
+		}
+	}
 	if p.ctx != nil && pc.stop == nil {
 		p.start(id, pc)
 	}
@@ -122,21 +134,18 @@ func (p *Poller) Start(ctx context.Context) error {
 func (p *Poller) start(id client.ObjectKey, pc *polled) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	pc.stop = cancel
-	go p.run(ctx, id)
+	go p.run(ctx, id, pc.kick)
 }
 
 // run follows one cluster: a feed (a watch) per kind and namespace its watchers follow, checked
-// every interval. The first check comes at a random point of the first interval (the watcher has
-// just read the object itself), so that the clusters of a fleet watched at once start their
-// watches spread over the interval instead of together.
-func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
+// when a watcher comes or follows something else, every interval while the cluster fails, and
+// every HeartbeatIntervals intervals while it answers. The first check comes at a random point of
+// the first interval (the watcher has just read the object itself), so that the clusters of a
+// fleet watched at once start their watches spread over the interval instead of together.
+func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick <-chan struct{}) {
 	every := p.Interval
-	first := time.NewTimer(time.Duration(rand.Int64N(int64(every))) + time.Millisecond)
-	defer first.Stop()
-	select {
-	case <-ctx.Done():
+	if !sleepUnless(ctx, time.Duration(rand.Int64N(int64(every)))+time.Millisecond, nil) {
 		return
-	case <-first.C:
 	}
 	feeds := map[listKey]*feed{}
 	defer func() {
@@ -144,29 +153,41 @@ func (p *Poller) run(ctx context.Context, id client.ObjectKey) {
 			f.halt()
 		}
 	}()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	for {
-		p.check(ctx, id, feeds)
-		select {
-		case <-ctx.Done():
+		wait := every
+		if p.check(ctx, id, feeds) {
+			wait *= HeartbeatIntervals
+		}
+		if !sleepUnless(ctx, wait, kick) {
 			return
-		case <-tick.C:
 		}
 	}
+}
+
+// sleepUnless waits d or until kick, and reports whether ctx is still alive.
+func sleepUnless(ctx context.Context, d time.Duration, kick <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-kick:
+	}
+	return true
 }
 
 // check makes feeds follow what the cluster's watchers follow, through the cluster's current
 // client (a new client, for a changed kubeconfig or after a failure, restarts them; a kubeconfig
 // that cannot be read is every list's answer until it can), and notifies every watcher whose
 // object is not what it last read. Apart from the kubeconfig Secret, read again every
-// KubeconfigMaxAge, it makes no request.
-func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listKey]*feed) {
+// KubeconfigMaxAge, it makes no request. It reports whether every list has a feed and answers.
+func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listKey]*feed) bool {
 	p.mu.Lock()
 	pc := p.clusters[id]
 	if pc == nil {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	cluster := pc.cluster
 	keys := map[listKey]bool{}
@@ -182,8 +203,9 @@ func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listK
 	}
 	_, err := p.Clients.For(ctx, p.Reader, cluster)
 	if ctx.Err() != nil {
-		return
+		return false
 	}
+	answers := err == nil
 	gen, ref := p.Clients.generation(cluster), kubeconfigRef(cluster)
 	for k := range keys {
 		f := feeds[k]
@@ -202,8 +224,11 @@ func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listK
 		} else if f == nil {
 			p.Clients.keep(cluster, k, err)
 		}
-		p.compare(ctx, id, k)
+		if l, ok := p.compare(ctx, id, k); !ok || l.err != nil || feeds[k] == nil {
+			answers = false
+		}
 	}
+	return answers
 }
 
 type follower struct {
@@ -212,13 +237,13 @@ type follower struct {
 }
 
 // compare notifies the watchers of key in the cluster whose object, as the cache has it now, is
-// not what they last read.
-func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) {
+// not what they last read; it returns that answer, if there is one.
+func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) (cachedList, bool) {
 	p.mu.Lock()
 	pc := p.clusters[id]
 	if pc == nil {
 		p.mu.Unlock()
-		return
+		return cachedList{}, false
 	}
 	cluster := pc.cluster
 	var followers []follower
@@ -230,7 +255,7 @@ func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) 
 	p.mu.Unlock()
 	answer, ok := p.Clients.cached(cluster, key)
 	if !ok || ctx.Err() != nil {
-		return
+		return answer, ok
 	}
 	for _, f := range followers {
 		seen := Seen(answer.items[f.target.Name], answer.err)
@@ -238,6 +263,7 @@ func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) 
 			p.Notify(ctx, f.watcher)
 		}
 	}
+	return answer, true
 }
 
 // saw records that f's object is now seen as seen, unless f's watch changed meanwhile (its own

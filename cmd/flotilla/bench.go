@@ -74,6 +74,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 	f.IntVar(&o.Shards, "shards", 1, "run the controller as this many shards (one process each, --watch-label-selector shard=shard-K, --leader-elect), then kill the last one, move s-00 back to v1 and restart it: shows each cluster is handled by one shard and a dead shard's clusters are left alone")
 	f.DurationVar(&o.Idle, "idle", 0, "after the last phase, measure this long of nothing changing (CPU, API and git requests, writes), with every cluster's health read back from a workload API server the bench starts; e.g. 5m")
 	f.StringVar(&transport, "transport", bench.TransportHTTP, "how the controller reaches the repositories: http (a smart-HTTP git server in the bench), file (file:// URLs), or both (the whole bench once over each)")
+	f.StringVar(&o.MemoryLimit, "controller-memory-limit", "", "the controller's GOMEMLIMIT (e.g. 640MiB), as the manifests set it from the container's memory limit; other processes of the bench do not get it (default: none)")
 	f.IntVar(&o.Workers, "workers", 0, "the controller's --workers, and how many clusters the git floor runs at once (default: the controller's, 4)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "how long each phase (cold, bump, rollouts) may take (default 10m)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory: repositories, objects, controller log and cache")
@@ -90,7 +91,11 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 
 // runBench runs one bench and prints its table.
 func runBench(cmd *cobra.Command, o bench.Options) error {
-	report, err := bench.Run(cmd.Context(), o)
+	// Interrupted or terminated, the bench stops its API servers, git server and controller
+	// instead of leaving them running.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := bench.Run(ctx, o)
 	if report != nil && report.Cold.Name != "" {
 		fmt.Fprintln(cmd.OutOrStdout())
 		if perr := report.Print(cmd.OutOrStdout()); perr != nil && err == nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"time"
 
@@ -42,6 +43,9 @@ type Options struct {
 	// Transport is how the controller, the git floor and the local mode reach every repository:
 	// TransportHTTP (default) or TransportFile.
 	Transport string
+	// MemoryLimit, when set (e.g. 640MiB), is the controller's GOMEMLIMIT, as the manifests set
+	// it from the container's memory limit; the bench's other processes do not get it.
+	MemoryLimit string
 	// Workers is the controller's --workers (default controller.DefaultWorkers), and how many
 	// clusters the git floor runs at once.
 	Workers int
@@ -71,11 +75,15 @@ type Options struct {
 	ProgressInterval time.Duration
 }
 
+// memoryLimit is a size as the Go runtime reads GOMEMLIMIT.
+var memoryLimit = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)
+
 // Report is what a run measured.
 type Report struct {
 	Clusters, Packages, Sets, CPUs int
 	Dir                            string
 	Transport                      string
+	MemoryLimit                    string
 
 	Repositories, Deployments int
 	// Create is how long the bench took to create the Repositories, clusters and sets.
@@ -128,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer os.RemoveAll(dir)
 	}
 	b := &run{o: o, dir: dir, f: fleet{clusters: o.Clusters, packages: o.Packages, sets: o.Sets, waves: o.RolloutSteps, shards: o.Shards, health: o.Idle > 0 && o.Transport == TransportHTTP}}
-	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir, Transport: o.Transport}
+	b.report = &Report{Clusters: o.Clusters, Packages: o.Packages, Sets: o.Sets, CPUs: runtime.NumCPU(), Dir: dir, Transport: o.Transport, MemoryLimit: o.MemoryLimit}
 	return b.report, b.run(ctx)
 }
 
@@ -177,6 +185,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("--cpuprofile and --memprofile profile one controller: run them with --shards 1")
 	case o.Workers < 1:
 		return o, fmt.Errorf("workers must be at least 1")
+	case o.MemoryLimit != "" && !memoryLimit.MatchString(o.MemoryLimit):
+		return o, fmt.Errorf("controller memory limit %q: want a size as GOMEMLIMIT takes it, e.g. 640MiB or 1GiB", o.MemoryLimit)
 	case len(o.Controller) == 0:
 		return o, fmt.Errorf("no controller command")
 	}

@@ -69,7 +69,7 @@ func (b *run) controllerArgs(k int) []string {
 
 // startController runs argv (e.g. `flotilla controller`) with flags, its metrics on a free
 // loopback port, its output into logPath.
-func startController(argv, flags []string, logPath string) (*controllerProc, error) {
+func startController(argv, flags, env []string, logPath string) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -83,6 +83,9 @@ func startController(argv, flags []string, logPath string) (*controllerProc, err
 	}
 	cmd := exec.Command(argv[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start controller %s: %w", strings.Join(argv, " "), err)

@@ -108,6 +108,9 @@ func (r *Report) Print(w io.Writer) error {
 	if len(r.Shards.Names) > 1 {
 		peak += " (shards summed)"
 	}
+	if r.MemoryLimit != "" {
+		peak += " (GOMEMLIMIT " + r.MemoryLimit + ")"
+	}
 	fmt.Fprintf(tw, "%s\t%s\n", peak, mib(r.PeakRSS))
 	fmt.Fprintf(tw, "controller git mirrors on disk\t%s\n", size(r.CacheBytes))
 	var cpu float64

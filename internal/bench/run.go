@@ -250,7 +250,11 @@ func (b *run) startShard(k int) error {
 	if b.f.shards > 1 {
 		log = filepath.Join(b.dir, fmt.Sprintf("controller-%s-%d.log", b.f.shardName(k), len(b.ctrl.procs)))
 	}
-	p, err := startController(b.o.Controller, b.controllerArgs(k), log)
+	var env []string
+	if b.o.MemoryLimit != "" {
+		env = append(env, "GOMEMLIMIT="+b.o.MemoryLimit)
+	}
+	p, err := startController(b.o.Controller, b.controllerArgs(k), env, log)
 	if err != nil {
 		return err
 	}

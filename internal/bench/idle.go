@@ -37,6 +37,9 @@ type Idle struct {
 	// APIRequests and WorkloadRequests are the controller's requests to the management API
 	// server and to the workload API server, by method (rest_client_requests_total).
 	APIRequests, WorkloadRequests map[string]float64
+	// WorkloadWatches are the watches open on the workload API server at the end of the window
+	// (health: one per cluster, kind and namespace).
+	WorkloadWatches float64
 	// ServerWrites are the writes the management API server served (every client's: the
 	// controller's and the API server's own), by verb and resource (apiserver_request_total).
 	ServerWrites map[string]float64
@@ -126,6 +129,12 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	if err != nil {
 		return res, err
 	}
+	workload, err := scrape(ctx, b.workload)
+	if err != nil {
+		return res, err
+	}
+	// Only the controller watches the workload API server.
+	res.WorkloadWatches = workload.sum("apiserver_longrunning_requests", `verb="WATCH"`)
 	res.ServerWrites = map[string]float64{}
 	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 		for k, v := range serverAfter.delta(serverBefore).by("apiserver_request_total", []string{"verb", "resource", "subresource"}, `verb="`+verb+`"`) {
@@ -233,6 +242,7 @@ func (r *Report) printIdle(w io.Writer) error {
 	intervals := secs / defaultHealthInterval.Seconds()
 	fmt.Fprintf(tw, "requests per workload cluster per health interval\t%.2f (%s)\t≤ 1\n",
 		total(d.WorkloadRequests)/float64(r.Clusters)/intervals, methods(d.WorkloadRequests))
+	fmt.Fprintf(tw, "health watches open on the workload API server\t%.0f (%d clusters)\t\n", d.WorkloadWatches, r.Clusters)
 	if r.Transport == TransportHTTP {
 		all := d.Requests.Add(d.CatalogRequests)
 		repoIntervals := secs / defaultRepoInterval.Seconds()

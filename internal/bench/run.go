@@ -292,7 +292,12 @@ func (b *run) progressf(format string, args ...any) {
 
 // scrapeAPIServer reads the management API server's metrics.
 func (b *run) scrapeAPIServer(ctx context.Context) (samples, error) {
-	cs, err := kubernetes.NewForConfig(b.env.Config)
+	return scrape(ctx, b.env)
+}
+
+// scrape reads the metrics of env's kube-apiserver.
+func scrape(ctx context.Context, env *testenv.Env) (samples, error) {
+	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		return nil, err
 	}

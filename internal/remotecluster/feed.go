@@ -78,15 +78,13 @@ const (
 	notAllowedRetry = 5 * time.Minute
 )
 
-// follow starts a feed of key's objects in cluster through its current client; changed is called
+// follow starts a feed of key's objects in cluster through its current client (the caller has
+// just made sure of it with For); changed is called
 // (from the feed's goroutines) after each change the feed writes to the cache. interval is the
 // health interval: the heartbeat's unit, and the cap of the backoff between two lists of a
 // cluster that fails, so a failing cluster is asked about once per interval and recovers within
 // one.
-func (c *Clients) follow(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster, key listKey, interval time.Duration, changed func()) (*feed, error) {
-	if _, err := c.For(ctx, reader, cluster); err != nil {
-		return nil, err
-	}
+func (c *Clients) follow(ctx context.Context, cluster *v1alpha1.WorkloadCluster, key listKey, interval time.Duration, changed func()) (*feed, error) {
 	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
 	e, ok := c.clients[id]

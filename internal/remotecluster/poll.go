@@ -208,21 +208,22 @@ func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listK
 	answers := err == nil
 	gen, ref := p.Clients.generation(cluster), kubeconfigRef(cluster)
 	for k := range keys {
-		f := feeds[k]
-		if f != nil && (err != nil || f.gen != gen || f.ref != ref) {
+		if f := feeds[k]; f != nil && (err != nil || f.gen != gen || f.ref != ref) {
 			f.halt()
 			delete(feeds, k)
-			f = nil
 		}
-		if f == nil && err == nil {
-			started, ferr := p.Clients.follow(ctx, p.Reader, cluster, k, p.Interval, func() { p.compare(ctx, id, k) })
-			if ferr != nil {
-				p.Clients.keep(cluster, k, ferr)
-			} else {
-				feeds[k] = started
+		if feeds[k] == nil {
+			ferr := err
+			if ferr == nil {
+				var f *feed
+				if f, ferr = p.Clients.follow(ctx, cluster, k, p.Interval, func() { p.compare(ctx, id, k) }); ferr == nil {
+					feeds[k] = f
+				}
 			}
-		} else if f == nil {
-			p.Clients.keep(cluster, k, err)
+			if ferr != nil {
+				// The kubeconfig or the mapping failed: that is the list's answer until it works.
+				p.Clients.keep(cluster, k, ferr)
+			}
 		}
 		if l, ok := p.compare(ctx, id, k); !ok || l.err != nil || feeds[k] == nil {
 			answers = false

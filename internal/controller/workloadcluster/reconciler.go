@@ -70,6 +70,10 @@ const DefaultFactsInterval = 5 * time.Minute
 type publishedDigest struct {
 	digest string
 	at     time.Time
+	// inputs identify the objects of the last render that gave digest (see renderInputs), and
+	// held is what that render held back: the same inputs render the same tree.
+	inputs [sha256.Size]byte
+	held   map[string]string
 }
 
 // verifyEvery is how often a cluster whose deployed-packages did not change is checked against
@@ -154,12 +158,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
+	inputs := renderInputs(cluster, repo, pins)
+	if held, ok := r.renderedBefore(cluster, inputs); ok {
+		// The same objects at the same versions as a render whose tree the last publish wrote:
+		// the same tree again (the periodic facts and bootstrap passes end here).
+		return r.afterPublish(ctx, cluster, repo, fleet.Rendered{Held: held}.Kept(pins))
+	}
 	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
 		setFailed(cluster, err)
 		return ctrl.Result{}, nil
 	}
-	if r.upToDate(cluster, rendered.Digest) {
+	if r.upToDate(cluster, rendered.Digest, inputs, rendered.Held) {
 		return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 	}
 	start := time.Now()
@@ -188,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.recordRefusedApproval(cluster, out.Approval)
 	}
 	if out.Proposal == nil {
-		r.remember(cluster, rendered.Digest)
+		r.remember(cluster, rendered.Digest, inputs, rendered.Held)
 	}
 	return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 }
@@ -249,24 +259,53 @@ func (r *Reconciler) factsDue(cluster *v1alpha1.WorkloadCluster, interval time.D
 }
 
 // upToDate reports whether the cluster's last publish wrote exactly this digest, recently, and
-// nothing waits for approval.
-func (r *Reconciler) upToDate(cluster *v1alpha1.WorkloadCluster, digest string) bool {
-	if cluster.Spec.Approval == v1alpha1.ApprovalManual || cluster.Status.DeployedPackages == nil || cluster.Status.ObservedGeneration != cluster.Generation {
+// nothing waits for approval. When it did, inputs (and what their render held) are remembered
+// as giving that digest.
+func (r *Reconciler) upToDate(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) bool {
+	if !skipsPublish(cluster) {
 		return false
 	}
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
-	p, ok := r.published[client.ObjectKeyFromObject(cluster)]
-	return ok && p.digest == digest && time.Since(p.at) < verifyEvery
+	key := client.ObjectKeyFromObject(cluster)
+	p, ok := r.published[key]
+	if !ok || p.digest != digest || time.Since(p.at) >= verifyEvery {
+		return false
+	}
+	p.inputs, p.held = inputs, held
+	r.published[key] = p
+	return true
 }
 
-func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string) {
+// renderedBefore reports whether the cluster's last publish is recent and came from a render of
+// exactly these inputs (see upToDate), and what that render held back: rendering them again
+// would give the same digest.
+func (r *Reconciler) renderedBefore(cluster *v1alpha1.WorkloadCluster, inputs [sha256.Size]byte) (map[string]string, bool) {
+	if !skipsPublish(cluster) {
+		return nil, false
+	}
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	p, ok := r.published[client.ObjectKeyFromObject(cluster)]
+	if !ok || p.inputs != inputs || time.Since(p.at) >= verifyEvery {
+		return nil, false
+	}
+	return p.held, true
+}
+
+// skipsPublish reports whether a cluster may skip a publish whose tree it wrote recently: not
+// when it waits for approvals, has not published, or has a spec its reconciler has not finished.
+func skipsPublish(cluster *v1alpha1.WorkloadCluster) bool {
+	return cluster.Spec.Approval != v1alpha1.ApprovalManual && cluster.Status.DeployedPackages != nil && cluster.Status.ObservedGeneration == cluster.Generation
+}
+
+func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) {
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
 	if r.published == nil {
 		r.published = map[client.ObjectKey]publishedDigest{}
 	}
-	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now()}
+	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now(), inputs: inputs, held: held}
 }
 
 func (r *Reconciler) forget(key client.ObjectKey) {

@@ -373,25 +373,12 @@ func (m *mirror) remote(ep endpoint) *git.Remote {
 
 // refs returns the hash references whose name starts with prefix.
 func (m *mirror) refs(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	if m.refCache == nil {
-		iter, err := m.repo.References()
-		if err != nil {
-			return nil, err
-		}
-		all := map[plumbing.ReferenceName]plumbing.Hash{}
-		err = iter.ForEach(func(ref *plumbing.Reference) error {
-			if ref.Type() == plumbing.HashReference {
-				all[ref.Name()] = ref.Hash()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		m.refCache = all
+	all, err := m.allRefs()
+	if err != nil {
+		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	for name, h := range m.refCache {
+	for name, h := range all {
 		if strings.HasPrefix(name.String(), prefix) {
 			out[name] = h
 		}
@@ -399,16 +386,38 @@ func (m *mirror) refs(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, 
 	return out, nil
 }
 
-// head returns the sha of branch, zero when it does not exist.
-func (m *mirror) head(branch string) (plumbing.Hash, error) {
-	ref, err := m.repo.Storer.Reference(plumbing.NewBranchReferenceName(branch))
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return plumbing.ZeroHash, nil
+// allRefs returns every hash reference of the mirror, read from disk once and kept until a fetch
+// brings something or a push (forget). The map is the mirror's own: callers only read it.
+func (m *mirror) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	if m.refCache != nil {
+		return m.refCache, nil
 	}
+	iter, err := m.repo.References()
+	if err != nil {
+		return nil, err
+	}
+	all := map[plumbing.ReferenceName]plumbing.Hash{}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			all[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.refCache = all
+	return all, nil
+}
+
+// head returns the sha of branch, zero when it does not exist (from the refs kept in memory: a
+// poll of an unchanged repository reads nothing from disk).
+func (m *mirror) head(branch string) (plumbing.Hash, error) {
+	all, err := m.allRefs()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return ref.Hash(), nil
+	return all[plumbing.NewBranchReferenceName(branch)], nil
 }
 
 func (m *mirror) snapshot(branch string) (Snapshot, error) {

@@ -6,6 +6,7 @@ package patch
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,7 +37,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	// still be written.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
 	defer cancel()
-	statusChanged, err := changed(h.before, obj, "status")
+	statusChanged, err := statusChanged(h.before, obj)
 	if err != nil {
 		return err
 	}
@@ -63,6 +64,27 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		return fmt.Errorf("patch %s status: %w", obj.GetName(), err)
 	}
 	return nil
+}
+
+// statusChanged reports whether after's status differs from before's. Equal typed statuses (the
+// common case: a reconcile that found nothing new) are told apart without converting both
+// objects; statuses that differ are compared as the API server sees them (their unstructured
+// form), so a difference that vanishes on the way (a nil slice and an empty one, say) is no
+// change either way.
+func statusChanged(before, after client.Object) (bool, error) {
+	if b, a := statusOf(before), statusOf(after); b.IsValid() && a.IsValid() && equality.Semantic.DeepEqual(b.Interface(), a.Interface()) {
+		return false, nil
+	}
+	return changed(before, after, "status")
+}
+
+// statusOf is obj's Status field, or the zero Value when it has none.
+func statusOf(obj client.Object) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.Elem().FieldByName("Status")
 }
 
 func changed(before, after client.Object, field string) (bool, error) {

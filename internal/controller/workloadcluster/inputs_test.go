@@ -1,6 +1,7 @@
 package workloadcluster
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -26,6 +27,15 @@ func TestRenderInputs(t *testing.T) {
 		}
 		return cluster, repo, pins
 	}
+	// renderInputs names every field of a pin and of its resolved revision: a field added to either
+	// must be added there too, or a change to it would not be rendered for up to verifyEvery.
+	if n := reflect.TypeFor[render.Pin]().NumField(); n != 6 {
+		t.Errorf("render.Pin has %d fields, renderInputs hashes 6: hash the new one and count it here", n)
+	}
+	if n := reflect.TypeFor[v1alpha1.ResolvedRevision]().NumField(); n != 6 {
+		t.Errorf("ResolvedRevision has %d fields, renderInputs hashes 6: hash the new one and count it here", n)
+	}
+
 	c, r, p := base()
 	want := renderInputs(c, r, p)
 

@@ -198,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.recordRefusedApproval(cluster, out.Approval)
 	}
 	if out.Proposal == nil {
-		r.remember(cluster, rendered.Digest, inputs, rendered.Held)
+		r.remember(cluster, rendered.Digest)
 	}
 	return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 }
@@ -299,13 +299,16 @@ func skipsPublish(cluster *v1alpha1.WorkloadCluster) bool {
 	return cluster.Spec.Approval != v1alpha1.ApprovalManual && cluster.Status.DeployedPackages != nil && cluster.Status.ObservedGeneration == cluster.Generation
 }
 
-func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) {
+// remember records a publish of digest. Its render's inputs are not kept: the status write that
+// records the publish gives the cluster a new resourceVersion, so the next reconcile renders, and
+// upToDate keeps the inputs that gave digest then.
+func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string) {
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
 	if r.published == nil {
 		r.published = map[client.ObjectKey]publishedDigest{}
 	}
-	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now(), inputs: inputs, held: held}
+	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now()}
 }
 
 func (r *Reconciler) forget(key client.ObjectKey) {

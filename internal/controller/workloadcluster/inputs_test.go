@@ -12,21 +12,30 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
+// renderArgs are renderInputs' arguments, for a test to change one at a time.
+type renderArgs struct {
+	cluster *v1alpha1.WorkloadCluster
+	repo    *v1alpha1.Repository
+	pins    []render.Pin
+}
+
+func baseRenderArgs() *renderArgs {
+	a := &renderArgs{
+		cluster: &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "c", ResourceVersion: "10"}},
+		repo:    &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "r", ResourceVersion: "11"}},
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name), ResourceVersion: "12"}}
+		a.pins = append(a.pins, render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
+			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "1111", Directory: "/" + name}})
+	}
+	return a
+}
+
 // TestRenderInputs: the key that lets a reconcile skip a render changes with every object the
 // render reads (at a new resourceVersion) and every part of a pin, and not with the order in which
 // the cache lists the deployments.
 func TestRenderInputs(t *testing.T) {
-	base := func() (*v1alpha1.WorkloadCluster, *v1alpha1.Repository, []render.Pin) {
-		cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "c", ResourceVersion: "10"}}
-		repo := &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "r", ResourceVersion: "11"}}
-		var pins []render.Pin
-		for _, name := range []string{"a", "b", "c"} {
-			pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name), ResourceVersion: "12"}}
-			pins = append(pins, render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
-				Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "1111", Directory: "/" + name}})
-		}
-		return cluster, repo, pins
-	}
 	// renderInputs names every field of a pin and of its resolved revision: a field added to either
 	// must be added there too, or a change to it would not be rendered for up to verifyEvery.
 	if n := reflect.TypeFor[render.Pin]().NumField(); n != 6 {
@@ -36,110 +45,54 @@ func TestRenderInputs(t *testing.T) {
 		t.Errorf("ResolvedRevision has %d fields, renderInputs hashes 6: hash the new one and count it here", n)
 	}
 
-	c, r, p := base()
-	want := renderInputs(c, r, p)
-
-	same := map[string]func(*v1alpha1.WorkloadCluster, *v1alpha1.Repository, []render.Pin) []render.Pin{
-		"listed in another order": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			slices.Reverse(p)
-			return p
-		},
-		"read again (new objects, same versions)": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			for i := range p {
-				p[i].Deployment = p[i].Deployment.DeepCopy()
+	tests := []struct {
+		name   string
+		change func(a *renderArgs)
+		same   bool
+	}{
+		{name: "listed in another order", same: true, change: func(a *renderArgs) { slices.Reverse(a.pins) }},
+		{name: "read again (new objects, same versions)", same: true, change: func(a *renderArgs) {
+			for i := range a.pins {
+				a.pins[i].Deployment = a.pins[i].Deployment.DeepCopy()
 			}
-			return p
-		},
+		}},
+		{name: "cluster written", change: func(a *renderArgs) { a.cluster.ResourceVersion = "20" }},
+		{name: "cluster recreated", change: func(a *renderArgs) { a.cluster.UID = "c2" }},
+		{name: "repository written", change: func(a *renderArgs) { a.repo.ResourceVersion = "21" }},
+		{name: "another repository", change: func(a *renderArgs) { a.repo.Name = "other" }},
+		{name: "deployment written", change: func(a *renderArgs) { a.pins[1].Deployment.ResourceVersion = "22" }},
+		{name: "deployment recreated", change: func(a *renderArgs) { a.pins[1].Deployment.UID = "u-b2" }},
+		{name: "resolved to another tag", change: func(a *renderArgs) { a.pins[0].Resolved.Tag = "a/v2" }},
+		{name: "resolved to a new commit", change: func(a *renderArgs) { a.pins[0].Resolved.Commit = "2222" }},
+		{name: "resolved revision", change: func(a *renderArgs) { a.pins[0].Resolved.Revision = 2 }},
+		{name: "resolved directory", change: func(a *renderArgs) { a.pins[0].Resolved.Directory = "/x" }},
+		{name: "resolved image", change: func(a *renderArgs) { a.pins[0].Resolved.Image = "reg/x" }},
+		{name: "resolved repository", change: func(a *renderArgs) { a.pins[0].Resolved.Repository = "c2" }},
+		{name: "repository URL", change: func(a *renderArgs) { a.pins[2].RepoURL = "https://x" }},
+		{name: "branch", change: func(a *renderArgs) { a.pins[2].Branch = "dev" }},
+		{name: "insecure", change: func(a *renderArgs) { a.pins[2].Insecure = true }},
+		{name: "draining", change: func(a *renderArgs) { a.pins[2].Drain = true }},
+		{name: "a pin less", change: func(a *renderArgs) { a.pins = a.pins[1:] }},
+		{name: "no pins", change: func(a *renderArgs) { a.pins = nil }},
+		{name: "a pin twice", change: func(a *renderArgs) { a.pins = append(a.pins, a.pins[0]) }},
 	}
-	for name, change := range same {
-		c, r, p := base()
-		p = change(c, r, p)
-		if got := renderInputs(c, r, p); got != want {
-			t.Errorf("%s: the inputs differ", name)
-		}
-	}
-
-	differ := map[string]func(*v1alpha1.WorkloadCluster, *v1alpha1.Repository, []render.Pin) []render.Pin{
-		"cluster written": func(c *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			c.ResourceVersion = "20"
-			return p
-		},
-		"cluster recreated": func(c *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			c.UID = "c2"
-			return p
-		},
-		"repository written": func(_ *v1alpha1.WorkloadCluster, r *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			r.ResourceVersion = "21"
-			return p
-		},
-		"another repository": func(_ *v1alpha1.WorkloadCluster, r *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			r.Name = "other"
-			return p
-		},
-		"deployment written": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[1].Deployment.ResourceVersion = "22"
-			return p
-		},
-		"deployment recreated": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[1].Deployment.UID = "u-b2"
-			return p
-		},
-		"resolved to another tag": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Tag = "a/v2"
-			return p
-		},
-		"resolved to a new commit": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Commit = "2222"
-			return p
-		},
-		"resolved revision": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Revision = 2
-			return p
-		},
-		"resolved directory": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Directory = "/x"
-			return p
-		},
-		"resolved image": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Image = "reg/x"
-			return p
-		},
-		"resolved repository": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[0].Resolved.Repository = "c2"
-			return p
-		},
-		"repository URL": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[2].RepoURL = "https://x"
-			return p
-		},
-		"branch": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[2].Branch = "dev"
-			return p
-		},
-		"insecure": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[2].Insecure = true
-			return p
-		},
-		"draining": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			p[2].Drain = true
-			return p
-		},
-		"a pin less": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin { return p[1:] },
-		"no pins":    func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, _ []render.Pin) []render.Pin { return nil },
-		"a pin twice": func(_ *v1alpha1.WorkloadCluster, _ *v1alpha1.Repository, p []render.Pin) []render.Pin {
-			return append(p, p[0])
-		},
-	}
+	base := baseRenderArgs()
+	want := renderInputs(base.cluster, base.repo, base.pins)
 	seen := map[[32]byte]string{}
-	for name, change := range differ {
-		c, r, p := base()
-		got := renderInputs(c, r, change(c, r, p))
-		if got == want {
-			t.Errorf("%s: the inputs are the same", name)
+	for _, tt := range tests {
+		a := baseRenderArgs()
+		tt.change(a)
+		got := renderInputs(a.cluster, a.repo, a.pins)
+		switch {
+		case tt.same && got != want:
+			t.Errorf("%s: the inputs differ", tt.name)
+		case !tt.same && got == want:
+			t.Errorf("%s: the inputs are the same", tt.name)
+		case !tt.same:
+			if other, ok := seen[got]; ok {
+				t.Errorf("%s and %s: the same inputs", tt.name, other)
+			}
+			seen[got] = tt.name
 		}
-		if other, ok := seen[got]; ok {
-			t.Errorf("%s and %s: the same inputs", name, other)
-		}
-		seen[got] = name
 	}
 }

@@ -24,18 +24,21 @@ import (
 
 // feed keeps one list of a workload cluster's objects (a kind in a namespace) current: it lists
 // once, then watches from that list's resourceVersion (again from where it stopped when the
-// server ends the watch, every 5 to 10 minutes), and every HeartbeatIntervals health intervals it
-// lists the objects' metadata alone, which proves that the cluster still answers and that the
-// watch missed nothing. It lists in full again when the watch cannot go on (the resourceVersion
-// expired, the connection failed, client-go gave up reconnecting) or the heartbeat differs from
-// what the watch brought. Every change lands in the Clients' list cache, where health reads find
-// it without a request, and is announced through changed. An idle cluster costs an open watch
-// and a small list a minute (at the default interval), instead of a list every interval.
+// server ends the watch, every 5 to 10 minutes). The watch is its own proof that the cluster
+// answers: the API server sends a bookmark on every watch about once a minute, whatever changes.
+// When a watch has brought nothing (no change, no bookmark) for quietWatch, the feed lists the
+// objects' metadata alone (the heartbeat), which proves that the cluster still answers and that
+// the watch missed nothing. It lists in full again when the watch cannot go on (the
+// resourceVersion expired, the connection failed, client-go gave up reconnecting) or the
+// heartbeat differs from what the watch brought. Every change lands in the Clients' list cache,
+// where health reads find it without a request, and is announced through changed. An idle
+// cluster costs an open watch and the bookmarks it brings (a small list every quietWatch from an
+// API server that sends none), instead of a list every interval.
 //
 // Only a list says whether the cluster answers: a failed list is the cluster's answer (every
 // follower sees the error) until a list succeeds again, tried with a backoff capped at the health
 // interval. A cluster whose connection breaks is reported within seconds; one that stops answering
-// while its watch stays open, within a heartbeat and a list timeout. A cluster that does not let
+// while its watch stays open, within quietWatch and a list timeout. A cluster that does not let
 // flotilla watch (RBAC without the watch verb) is followed by its heartbeat every interval, as
 // before watches: any difference is listed.
 type feed struct {
@@ -59,11 +62,19 @@ type feed struct {
 	mu       sync.Mutex
 	items    map[string]*unstructured.Unstructured // what the last list and the watch since brought
 	watching atomic.Bool                           // a watch is open
+	heard    atomic.Int64                          // when (UnixNano) the open watch began or last brought an event, or a heartbeat last held
 }
 
-// HeartbeatIntervals is how many health intervals pass between two heartbeats of a cluster
-// whose watch is open (one minute at the default interval).
+// HeartbeatIntervals is how many health intervals make a heartbeat period (one minute at the
+// default interval): how often a cluster that answers is checked, and the unit of quietWatch.
 const HeartbeatIntervals = 6
+
+// quietWatch is how long an open watch may bring nothing before the feed lists its objects'
+// metadata (the heartbeat): one and a half heartbeat periods (90 s at the default interval), so
+// that the API server's bookmark, about one a minute on every watch, comes first.
+func (f *feed) quietWatch() time.Duration {
+	return f.interval * HeartbeatIntervals * 3 / 2
+}
 
 const (
 	// A watch asks the server to end it after a random 5 to 10 minutes (as client-go's Reflector
@@ -152,25 +163,39 @@ func (f *feed) follow(rv string, watchRetry *wait.Backoff) {
 		cancel()
 		wg.Wait()
 	}()
+	f.hear()
 	for {
-		every := f.interval
+		// A watch that brought something within quietWatch proves the cluster answers: wait for
+		// the end of its quiet. Without a watch, a heartbeat every interval follows the objects.
+		wait := f.interval
 		if f.watching.Load() {
-			every *= HeartbeatIntervals
+			wait = time.Duration(f.heard.Load()+int64(f.quietWatch())) - time.Duration(time.Now().UnixNano())
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-relist:
-			t.Stop()
-			return
-		case <-t.C:
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-relist:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if f.watching.Load() && time.Since(time.Unix(0, f.heard.Load())) < f.quietWatch() {
+				continue // the watch brought something meanwhile
+			}
 		}
 		if !f.heartbeat(ctx) {
 			return
 		}
+		f.hear()
 	}
+}
+
+// hear records that the cluster answered just now.
+func (f *feed) hear() {
+	f.heard.Store(time.Now().UnixNano())
 }
 
 // watchFrom watches from rv, again from where each watch stopped, until the feed must list
@@ -223,11 +248,13 @@ func (f *feed) watch(ctx context.Context, rv string, requested time.Duration) (s
 		return rv, 0, err
 	}
 	defer w.Stop()
+	f.hear()
 	f.watching.Store(true)
 	defer f.watching.Store(false)
 	events := 0
 	for ev := range w.ResultChan() {
 		events++
+		f.hear()
 		switch ev.Type {
 		case watch.Error:
 			return rv, events, apierrors.FromObject(ev.Object)

@@ -20,9 +20,9 @@ import (
 // watcher whose object is not what it last read (Seen: it appeared, went, or has another
 // resourceVersion, or the cluster failed, recovered, or fails with another error). It checks
 // each cluster's feeds against its watchers and its kubeconfig, in memory, when a watcher comes
-// or changes, every Interval while the cluster fails, and every HeartbeatIntervals intervals
-// while it answers. A quiet fleet costs an open watch and a heartbeat a minute per cluster, no
-// reconcile.
+// or changes, when the cluster's client is replaced, dropped or fails a request, every Interval
+// while the cluster fails, and every KubeconfigMaxAge while it answers (the feeds bring every change meanwhile). A
+// quiet fleet costs an open watch per cluster and the bookmarks it brings, no reconcile.
 // Comparing with what each watcher read, not with the previous answer, loses no change that
 // lands between a watcher's read and its Watch.
 // It is a manager Runnable: it follows clusters while it runs (on the leader, as the reconcilers
@@ -58,6 +58,10 @@ type polled struct {
 	stop     context.CancelFunc // nil until polling started
 	// kick wakes the cluster's check before its time: a watcher came, or follows something else.
 	kick chan struct{}
+	// recheck wakes it while the cluster answers (a failing one is checked every interval anyway,
+	// and its own check's failures must not wake it again): its client was replaced or dropped,
+	// or a request failed.
+	recheck chan struct{}
 }
 
 // Watch makes watcher follow target in cluster (instead of what it followed before).
@@ -70,7 +74,7 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	}
 	pc := p.clusters[id]
 	if pc == nil {
-		pc = &polled{watchers: map[client.ObjectKey]Target{}, kick: make(chan struct{}, 1)}
+		pc = &polled{watchers: map[client.ObjectKey]Target{}, kick: make(chan struct{}, 1), recheck: make(chan struct{}, 1)}
 		if p.clusters == nil {
 			p.clusters, p.watchers = map[client.ObjectKey]*polled{}, map[client.ObjectKey]client.ObjectKey{}
 		}
@@ -127,24 +131,40 @@ func (p *Poller) Start(ctx context.Context) error {
 		p.start(id, pc)
 	}
 	p.mu.Unlock()
+	p.Clients.onRecheck(p.recheck)
 	<-ctx.Done()
 	return nil
+}
+
+// recheck brings the check of cluster id forward while it answers: its client was replaced or
+// dropped (the feeds read through the old one), or a request failed (the kubeconfig may have
+// changed).
+func (p *Poller) recheck(id client.ObjectKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc := p.clusters[id]; pc != nil {
+		select {
+		case pc.recheck <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (p *Poller) start(id client.ObjectKey, pc *polled) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	pc.stop = cancel
-	go p.run(ctx, id, pc.kick)
+	go p.run(ctx, id, pc.kick, pc.recheck)
 }
 
 // run follows one cluster: a feed (a watch) per kind and namespace its watchers follow, checked
-// when a watcher comes or follows something else, every interval while the cluster fails, and
-// every HeartbeatIntervals intervals while it answers. The first check comes at a random point of
+// when a watcher comes or follows something else (kick), every interval while the cluster fails,
+// and while it answers every KubeconfigMaxAge (when the kubeconfig is due to be read again) or
+// when its client is replaced, dropped or fails (recheck). The first check comes at a random point of
 // the first interval (the watcher has just read the object itself), so that the clusters of a
 // fleet watched at once start their watches spread over the interval instead of together.
-func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick <-chan struct{}) {
+func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick, recheck <-chan struct{}) {
 	every := p.Interval
-	if !sleepUnless(ctx, time.Duration(rand.Int64N(int64(every)))+time.Millisecond, nil) {
+	if !sleepUnless(ctx, time.Duration(rand.Int64N(int64(every)))+time.Millisecond, nil, nil) {
 		return
 	}
 	feeds := map[listKey]*feed{}
@@ -154,18 +174,19 @@ func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick <-chan struc
 		}
 	}()
 	for {
-		wait := every
+		wait, rechecked := every, (<-chan struct{})(nil)
 		if p.check(ctx, id, feeds) {
-			wait *= HeartbeatIntervals
+			wait, rechecked = KubeconfigMaxAge, recheck
 		}
-		if !sleepUnless(ctx, wait, kick) {
+		if !sleepUnless(ctx, wait, kick, rechecked) {
 			return
 		}
 	}
 }
 
-// sleepUnless waits d or until kick, and reports whether ctx is still alive.
-func sleepUnless(ctx context.Context, d time.Duration, kick <-chan struct{}) bool {
+// sleepUnless waits d or until kick or recheck (nil: never), and reports whether ctx is still
+// alive.
+func sleepUnless(ctx context.Context, d time.Duration, kick, recheck <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -173,6 +194,7 @@ func sleepUnless(ctx context.Context, d time.Duration, kick <-chan struct{}) boo
 		return false
 	case <-t.C:
 	case <-kick:
+	case <-recheck:
 	}
 	return true
 }

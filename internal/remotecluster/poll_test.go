@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -379,4 +380,113 @@ func TestKnownKindsAreMappedWithoutDiscovery(t *testing.T) {
 	if len(discovery()) == 0 {
 		t.Fatalf("an unknown kind was listed without discovery: %v", paths)
 	}
+}
+
+// TestBookmarksStandInForHeartbeats: a watch that brings the API server's bookmarks proves that
+// the cluster answers, so a cluster whose followed objects do not change is asked nothing more
+// than its open watch: no heartbeat list, no Secret read, for longer than two quietWatch periods.
+// The server sends a watch a bookmark about every minute, once the kind's resourceVersion moved
+// past the watch's (as on a live cluster, where objects of the kind change elsewhere): here a
+// ConfigMap in another namespace changes every few seconds. The interval puts quietWatch (90 s,
+// as at the default interval) above the bookmark period; without bookmarks a heartbeat would
+// come at 90 s (TestPollerNotifiesOnlyWhatChanged, at a short interval, shows that heartbeat). A
+// change still arrives at once afterwards.
+func TestBookmarksStandInForHeartbeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the API server's bookmarks (about 3 minutes)")
+	}
+	t.Parallel()
+	_, cfg, admin := startAPIServer(t)
+	var lists, watches, secretReads atomic.Int32
+	srv := apiproxy.Serve(t, cfg, func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
+			if r.URL.Query().Get("watch") == "true" {
+				watches.Add(1)
+			} else {
+				lists.Add(1)
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "default"}, Data: map[string][]byte{"value": apiproxy.Kubeconfig(t, srv)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "kube-public"}}
+	if err := admin.Create(ctx, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for n := 0; ctx.Err() == nil; n++ {
+			elsewhere.Data = map[string]string{"n": strconv.Itoa(n)}
+			if err := admin.Update(ctx, elsewhere); err != nil && ctx.Err() == nil {
+				t.Errorf("update a ConfigMap elsewhere: %v", err)
+				return
+			}
+			sleep(ctx, 5*time.Second)
+		}
+	}()
+	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "default"}}
+	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+	const interval = 10 * time.Second
+	clients := &Clients{}
+	notified := make(chan string, 10)
+	reader := countingReader{Client: admin, reads: &secretReads}
+	p := &Poller{Clients: clients, Reader: reader, Interval: interval, Notify: func(_ context.Context, w client.ObjectKey) { notified <- w.Name }}
+	configMaps := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	obj, err := clients.Get(ctx, reader, cluster, configMaps, "default", "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Watch(client.ObjectKey{Namespace: "team", Name: "w-a"}, cluster, Target{GVK: configMaps, Namespace: "default", Name: "a", Seen: Seen(obj, nil)})
+	go func() { _ = p.Start(ctx) }()
+	for deadline := time.Now().Add(3 * interval); watches.Load() == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the poller opened no watch")
+		}
+	}
+	beforeLists, beforeReads := lists.Load(), secretReads.Load()
+	quiet := 2*(interval*HeartbeatIntervals*3/2) - 10*time.Second
+	time.Sleep(quiet)
+	if l, w, s := lists.Load()-beforeLists, watches.Load(), secretReads.Load()-beforeReads; l != 0 || w != 1 || s != 0 {
+		t.Fatalf("quiet for %s with the watch open: %d lists, %d watches, %d Secret reads; want no list (the bookmarks prove the cluster answers), one watch, no read", quiet, l, w, s)
+	}
+	select {
+	case w := <-notified:
+		t.Fatalf("%s notified with nothing changed", w)
+	default:
+	}
+	cm := &corev1.ConfigMap{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "a"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if err := admin.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-notified:
+		if w != "w-a" {
+			t.Fatalf("notified %s, want w-a", w)
+		}
+	case <-time.After(interval):
+		t.Fatal("a change after a quiet watch was not noticed within an interval")
+	}
+}
+
+// countingReader counts the Secrets read through it.
+type countingReader struct {
+	client.Client
+	reads *atomic.Int32
+}
+
+func (r countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		r.reads.Add(1)
+	}
+	return r.Client.Get(ctx, key, obj, opts...)
 }

@@ -72,6 +72,28 @@ type Clients struct {
 	// lists caches recent lists of sync objects by cluster, so health is read with one request
 	// per cluster, kind and namespace per interval however many deployments the cluster has.
 	lists map[client.ObjectKey]map[listKey]cachedList
+	// recheck, once set (by the Poller), is told of a cluster whose client was replaced or
+	// dropped, or failed a request: whatever follows the cluster is to be checked against its
+	// kubeconfig again.
+	recheck func(id client.ObjectKey)
+}
+
+// onRecheck makes tell hear of every cluster whose client is replaced, dropped or fails from now
+// on.
+func (c *Clients) onRecheck(tell func(id client.ObjectKey)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recheck = tell
+}
+
+// tellRecheck tells the onRecheck hook, if any, about id; the caller does not hold c.mu.
+func (c *Clients) tellRecheck(id client.ObjectKey) {
+	c.mu.Lock()
+	tell := c.recheck
+	c.mu.Unlock()
+	if tell != nil {
+		tell(id)
+	}
 }
 
 type entry struct {
@@ -157,12 +179,14 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	}
 	sum := sha256.Sum256(data)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if e, ok := c.clients[id]; ok && e.sum == sum {
 		e.ref, e.secretRead = ref, c.clock()
 		c.clients[id] = e
+		c.mu.Unlock()
 		return e.client, nil
 	}
+	defer c.tellRecheck(id) // once unlocked (deferred calls run last first): a new client, or none
+	defer c.mu.Unlock()
 	cfg, err := c.Policy.RESTConfig(data)
 	if err != nil {
 		delete(c.clients, id)
@@ -276,10 +300,11 @@ func (c *Clients) Identity(cluster *v1alpha1.WorkloadCluster) [sha256.Size]byte 
 }
 
 // Failed records that a request to the cluster failed: its kubeconfig Secret is read again before
-// the next use, in case it was fixed or rotated. Callers that use the client from For report
+// the next use, in case it was fixed or rotated, and the Poller checks the cluster at once. Callers that use the client from For report
 // their failures here; Get and Version do it themselves.
 func (c *Clients) Failed(cluster *v1alpha1.WorkloadCluster) {
 	id := client.ObjectKeyFromObject(cluster)
+	defer c.tellRecheck(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.clients[id]; ok {
@@ -477,6 +502,7 @@ const goneFor = 10 * time.Minute
 // same WorkloadCluster (its UID) from a read that started before: a cluster of the same name
 // created again has another UID.
 func (c *Clients) Forget(id client.ObjectKey) {
+	defer c.tellRecheck(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock()
@@ -498,6 +524,7 @@ func (c *Clients) Forget(id client.ObjectKey) {
 // revoke drops the client of a cluster whose kubeconfig Secret is gone or unusable: the
 // cluster itself may still be there, and gets a client again once the Secret is fixed.
 func (c *Clients) revoke(id client.ObjectKey) {
+	defer c.tellRecheck(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.clients, id)

@@ -94,7 +94,7 @@ func controllerCmd() *cobra.Command {
 }
 
 func runController(ctx context.Context, o controllerOptions) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap), lazyFields()))
 	// Flags first: a typo must not wait for an API server.
 	if err := specialize.CheckExecAllowlist(o.execFunctions); err != nil {
 		return cannotRun(fmt.Errorf("--allow-exec-functions: %w", err))

@@ -25,7 +25,9 @@ import (
 // feed keeps one list of a workload cluster's objects (a kind in a namespace) current: it lists
 // once, then watches from that list's resourceVersion (again from where it stopped when the
 // server ends the watch, every 5 to 10 minutes). The watch is its own proof that the cluster
-// answers: the API server sends a bookmark on every watch about once a minute, whatever changes.
+// answers: the API server sends every watch a bookmark about once a minute once the
+// resourceVersion its watch cache knows has moved past the watch's (on a live cluster other
+// writes move it; where nothing is written, no bookmark comes).
 // When a watch has brought nothing (no change, no bookmark) for quietWatch, the feed lists the
 // objects' metadata alone (the heartbeat), which proves that the cluster still answers and that
 // the watch missed nothing. It lists in full again when the watch cannot go on (the

@@ -15,8 +15,7 @@ type countingObject struct{ encoded *atomic.Int32 }
 
 func (o countingObject) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	o.encoded.Add(1)
-	enc.AddString("kind", "Repository")
-	return nil
+	return enc.AddReflected("kind", "Repository")
 }
 
 // TestLoggerEncodesFieldsOnlyWhenWritten: the controller's logger (as runController builds it)

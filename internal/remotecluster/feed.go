@@ -171,7 +171,7 @@ func (f *feed) follow(rv string, watchRetry *wait.Backoff) {
 		// the end of its quiet. Without a watch, a heartbeat every interval follows the objects.
 		wait := f.interval
 		if f.watching.Load() {
-			wait = time.Duration(f.heard.Load()+int64(f.quietWatch())) - time.Duration(time.Now().UnixNano())
+			wait = f.quietWatch() - time.Since(time.Unix(0, f.heard.Load()))
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -184,8 +184,8 @@ func (f *feed) follow(rv string, watchRetry *wait.Backoff) {
 				return
 			case <-t.C:
 			}
-			if f.watching.Load() && time.Since(time.Unix(0, f.heard.Load())) < f.quietWatch() {
-				continue // the watch brought something meanwhile
+			if f.watching.Load() {
+				continue // a watch is open (again): has it been quiet for quietWatch now?
 			}
 		}
 		if !f.heartbeat(ctx) {

@@ -21,8 +21,9 @@ import (
 // resourceVersion, or the cluster failed, recovered, or fails with another error). It checks
 // each cluster's feeds against its watchers and its kubeconfig, in memory, when a watcher comes
 // or changes, when the cluster's client is replaced, dropped or fails a request, every Interval
-// while the cluster fails, and every KubeconfigMaxAge while it answers (the feeds bring every change meanwhile). A
-// quiet fleet costs an open watch per cluster and the bookmarks it brings, no reconcile.
+// while the cluster fails, and every KubeconfigMaxAge while it answers (the feeds bring every
+// change meanwhile). A quiet fleet costs an open watch per cluster and the bookmarks it brings,
+// no reconcile.
 // Comparing with what each watcher read, not with the previous answer, loses no change that
 // lands between a watcher's read and its Watch.
 // It is a manager Runnable: it follows clusters while it runs (on the leader, as the reconcilers
@@ -159,9 +160,9 @@ func (p *Poller) start(id client.ObjectKey, pc *polled) {
 // run follows one cluster: a feed (a watch) per kind and namespace its watchers follow, checked
 // when a watcher comes or follows something else (kick), every interval while the cluster fails,
 // and while it answers every KubeconfigMaxAge (when the kubeconfig is due to be read again) or
-// when its client is replaced, dropped or fails (recheck). The first check comes at a random point of
-// the first interval (the watcher has just read the object itself), so that the clusters of a
-// fleet watched at once start their watches spread over the interval instead of together.
+// when its client is replaced, dropped or fails (recheck). The first check comes at a random
+// point of the first interval (the watcher has just read the object itself), so that the clusters
+// of a fleet watched at once start their watches spread over the interval instead of together.
 func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick, recheck <-chan struct{}) {
 	every := p.Interval
 	if !sleepUnless(ctx, time.Duration(rand.Int64N(int64(every)))+time.Millisecond, nil, nil) {

@@ -300,8 +300,9 @@ func (c *Clients) Identity(cluster *v1alpha1.WorkloadCluster) [sha256.Size]byte 
 }
 
 // Failed records that a request to the cluster failed: its kubeconfig Secret is read again before
-// the next use, in case it was fixed or rotated, and the Poller checks the cluster at once. Callers that use the client from For report
-// their failures here; Get and Version do it themselves.
+// the next use, in case it was fixed or rotated, and the Poller checks the cluster at once.
+// Callers that use the client from For report their failures here; Get and Version do it
+// themselves.
 func (c *Clients) Failed(cluster *v1alpha1.WorkloadCluster) {
 	id := client.ObjectKeyFromObject(cluster)
 	defer c.tellRecheck(id)

@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -35,11 +36,21 @@ func Objects(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, names
 	}, namespace)
 }
 
+// Applied is an object Apply applied, and the resourceVersion the API server answered with.
+type Applied struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+	ResourceVersion string
+}
+
+// String is "Kind namespace/name".
+func (a Applied) String() string { return fmt.Sprintf("%s %s/%s", a.GVK.Kind, a.Namespace, a.Name) }
+
 // Apply server-side applies every object of a YAML stream with c, taking ownership of the fields
-// it sets, and returns what it applied as kind/namespace/name.
-func Apply(ctx context.Context, c client.Client, stream []byte) ([]string, error) {
+// it sets, and returns what it applied.
+func Apply(ctx context.Context, c client.Client, stream []byte) ([]Applied, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	var applied []string
+	var applied []Applied
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -55,10 +66,12 @@ func Apply(ctx context.Context, c client.Client, stream []byte) ([]string, error
 		if len(u.Object) == 0 {
 			continue
 		}
-		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		a := Applied{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		// The API server's answer is decoded into u: its resourceVersion is the applied object's.
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return applied, fmt.Errorf("apply %s: %w", name, err)
+			return applied, fmt.Errorf("apply %s: %w", a, err)
 		}
-		applied = append(applied, name)
+		a.ResourceVersion = u.GetResourceVersion()
+		applied = append(applied, a)
 	}
 }

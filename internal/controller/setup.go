@@ -39,6 +39,9 @@ type Options struct {
 	HealthInterval time.Duration
 	// FactsInterval is how often the facts of workload clusters are read (default 5m).
 	FactsInterval time.Duration
+	// RootSyncCheck is how often the root sync objects are checked in workload clusters, and
+	// applied again when they changed there (default 10m; tests shorten it).
+	RootSyncCheck time.Duration
 	// ExecFunctions names the executables variant pipelines may run as exec functions on the
 	// controller's machine (--allow-exec-functions, see specialize.CheckExecAllowlist); none when
 	// empty.
@@ -103,7 +106,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},
-		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers, FactsInterval: opts.FactsInterval},
+		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers, FactsInterval: opts.FactsInterval, RootSyncCheck: opts.RootSyncCheck},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

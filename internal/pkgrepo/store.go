@@ -65,6 +65,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	mirrors map[string]*mirror
+	// endpoints are the Remotes lock has prepared (newEndpoint), by Remote.
+	endpoints map[Remote]endpoint
 	// objects caches decoded git objects for all mirrors at once (objects are named by their
 	// content, so one cache serves every repository), bounding memory at any number of mirrors.
 	objects cache.Object
@@ -162,9 +164,23 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 	if r.OCI {
 		return nil, endpoint{}, nil, fmt.Errorf("%w: %s is an OCI repository", ErrNotGit, r.URL)
 	}
-	ep, err := newEndpoint(r, s.key, s.AllowLocal)
-	if err != nil {
-		return nil, endpoint{}, nil, err
+	s.mu.Lock()
+	ep, ok := s.endpoints[r]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if ep, err = newEndpoint(r, s.key, s.AllowLocal); err != nil {
+			return nil, endpoint{}, nil, err
+		}
+		s.mu.Lock()
+		// Every poll of every Repository comes here: the parsed endpoint and its credential's
+		// fingerprint are kept per Remote. Credentials that rotate leave old entries behind, so
+		// the map is started over when it holds far more than there are mirrors.
+		if s.endpoints == nil || len(s.endpoints) > 2*len(s.mirrors)+64 {
+			s.endpoints = map[Remote]endpoint{}
+		}
+		s.endpoints[r] = ep
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	m, ok := s.mirrors[ep.mirrorKey]

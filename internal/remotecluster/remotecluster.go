@@ -347,6 +347,19 @@ func (c *Clients) Get(ctx context.Context, reader client.Reader, cluster *v1alph
 	return l.items[name], l.err
 }
 
+// Held returns the object a running feed (an open watch) keeps current for cluster, without a
+// request; ok is false when no feed follows its kind and namespace through the cluster's current
+// kubeconfig. A nil object with ok is one the feed knows to be absent.
+func (c *Clients) Held(cluster *v1alpha1.WorkloadCluster, gvk schema.GroupVersionKind, namespace, name string) (obj *unstructured.Unstructured, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, found := c.lists[client.ObjectKeyFromObject(cluster)][listKey{gvk: gvk, namespace: namespace}]
+	if !found || cached.feed == nil || cached.err != nil || cached.ref != kubeconfigRef(cluster) {
+		return nil, false
+	}
+	return cached.items[name], true
+}
+
 // Seen is what a read of an object said, as a watcher remembers it: the object's
 // resourceVersion, that it does not exist, or why the cluster did not answer (its numbers left
 // out: a local port or a request ID in an error is not a change).

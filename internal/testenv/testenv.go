@@ -141,7 +141,7 @@ func (e *Env) StartManager(cacheDir string) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store := pkgrepo.NewStore(cacheDir)
 	store.RefreshInterval = time.Nanosecond // tests publish tags and expect them seen at once
-	opts := controller.Options{HealthInterval: 2 * time.Second, FactsInterval: 2 * time.Second}
+	opts := controller.Options{HealthInterval: 2 * time.Second, FactsInterval: 2 * time.Second, RootSyncCheck: 3 * time.Second}
 	opts.ExecFunctions = []string{ExecFunction()}
 	opts.ObjectsGeneratorKinds = []schema.GroupKind{ObjectsGeneratorKind}
 	if err := controller.Setup(ctx, mgr, store, opts); err != nil {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,9 @@ type Reconciler struct {
 	Workers int
 	// FactsInterval is how often a cluster's facts are read again (default DefaultFactsInterval).
 	FactsInterval time.Duration
+	// RootSyncCheck is how often the root sync objects are checked in the workload cluster, and
+	// applied again when they changed there (default DefaultRootSyncCheck).
+	RootSyncCheck time.Duration
 
 	// published remembers, per cluster, the digest of what was last published and when, so a
 	// reconcile that would write the same tree skips the git round trip (at most verifyEvery).
@@ -54,14 +58,16 @@ type Reconciler struct {
 	// factsRead remembers when each cluster's facts were last read.
 	factsRead map[client.ObjectKey]time.Time
 	// applied remembers, per cluster, what bootstrap last applied (the objects, through which
-	// kubeconfig) and when, so an unchanged root sync object is applied again only every
-	// bootstrapResync, not on every reconcile.
+	// kubeconfig, and the resourceVersions the API server answered with) and when, so an
+	// unchanged root sync object is checked only every RootSyncCheck, not on every reconcile,
+	// and applied again only when it changed there.
 	applied map[client.ObjectKey]appliedRoot
 }
 
 type appliedRoot struct {
-	digest [sha256.Size]byte
-	at     time.Time
+	digest  [sha256.Size]byte
+	at      time.Time
+	objects []bootstrap.Applied
 }
 
 // DefaultFactsInterval is how often a cluster's facts are read by default.
@@ -80,8 +86,16 @@ type publishedDigest struct {
 // git anyway, repairing edits made there by hand.
 const verifyEvery = 10 * time.Minute
 
-// bootstrapResync is how often the root sync object is re-applied, restoring drift.
-const bootstrapResync = 10 * time.Minute
+// DefaultRootSyncCheck is how often the root sync objects are checked in the workload cluster by
+// default: applied again when they are not as flotilla applied them (restoring drift).
+const DefaultRootSyncCheck = 10 * time.Minute
+
+func (r *Reconciler) rootSyncCheck() time.Duration {
+	if r.RootSyncCheck > 0 {
+		return r.RootSyncCheck
+	}
+	return DefaultRootSyncCheck
+}
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.dev,resources=workloadclusters/status,verbs=patch
@@ -219,7 +233,7 @@ func (r *Reconciler) afterPublish(ctx context.Context, cluster *v1alpha1.Workloa
 		f, err := r.facts(ctx, cluster)
 		setFacts(cluster, f, err)
 	}
-	return ctrl.Result{RequeueAfter: min(bootstrapResync, interval)}, nil
+	return ctrl.Result{RequeueAfter: min(r.rootSyncCheck(), interval)}, nil
 }
 
 // facts reads the cluster's facts from the workload cluster.
@@ -335,10 +349,20 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	r.publishedMu.Lock()
 	last, ok := r.applied[key]
 	r.publishedMu.Unlock()
-	if ok && last.digest == digest && time.Since(last.at) < bootstrapResync {
-		return nil
+	if ok && last.digest == digest {
+		if time.Since(last.at) < r.rootSyncCheck() {
+			return nil
+		}
+		if r.untouched(ctx, cluster, remote, last.objects) {
+			// Checked: nothing to restore until the next check.
+			r.publishedMu.Lock()
+			r.applied[key] = appliedRoot{digest: digest, at: time.Now(), objects: last.objects}
+			r.publishedMu.Unlock()
+			return nil
+		}
 	}
-	if _, err = bootstrap.Apply(ctx, remote, objs); err != nil {
+	applied, err := bootstrap.Apply(ctx, remote, objs)
+	if err != nil {
 		r.Clients.Failed(cluster)
 		r.publishedMu.Lock()
 		delete(r.applied, key)
@@ -349,9 +373,34 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	if r.applied == nil {
 		r.applied = map[client.ObjectKey]appliedRoot{}
 	}
-	r.applied[key] = appliedRoot{digest: digest, at: time.Now()}
+	r.applied[key] = appliedRoot{digest: digest, at: time.Now(), objects: applied}
 	r.publishedMu.Unlock()
 	return nil
+}
+
+// untouched reports whether every object bootstrap applied is still at the resourceVersion its
+// apply answered with: nobody changed it since (not its spec, labels or status), so applying it
+// again would write nothing. An object a health feed holds is read from it without a request;
+// another is read with one GET. Any doubt (an error, an object gone) applies again.
+func (r *Reconciler) untouched(ctx context.Context, cluster *v1alpha1.WorkloadCluster, remote client.Client, applied []bootstrap.Applied) bool {
+	if len(applied) == 0 {
+		return false
+	}
+	for _, a := range applied {
+		obj, held := r.Clients.Held(cluster, a.GVK, a.Namespace, a.Name)
+		if !held {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(a.GVK)
+			if err := remote.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Name}, u); err != nil {
+				return false
+			}
+			obj = u
+		}
+		if obj == nil || a.ResourceVersion == "" || obj.GetResourceVersion() != a.ResourceVersion {
+			return false
+		}
+	}
+	return true
 }
 
 // pendingRecheck is how long a cluster waits for a PackageSet its reconciler has not processed

@@ -77,7 +77,7 @@ func controllerCmd() *cobra.Command {
 	f.DurationVar(&o.factsInterval, "facts-interval", 5*time.Minute, "how often the facts of workload clusters that have kubeConfigSecretRef are read (status.facts)")
 	f.StringVar(&o.watchSelector, "watch-label-selector", "", "reconcile only objects with these labels (e.g. shard=a): run one replica per shard, each with its own selector")
 	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "reconcile and read only in these namespaces (comma-separated; default all): the ServiceAccount then needs a Role in each, and no cluster-wide access")
-	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes) and PackageDeployments are reconciled at once, each")
+	f.IntVar(&o.workers, "workers", controller.DefaultWorkers, "how many WorkloadClusters (publishes), PackageDeployments and Repositories (polls) are reconciled at once, each")
 	f.StringSliceVar(&o.execFunctions, "allow-exec-functions", nil, "executables variant pipelines may run as exec: KRM functions on the controller's machine, each a command name (as found on PATH) or an absolute path; comma-separated or repeated (default none: blueprint repositories name them, trust each first)")
 	f.StringSliceVar(&o.objectKinds, "objects-generator-kinds", nil, "kinds, as Kind.group (e.g. WorkloadCluster.infra.nephio.org), that PackageSets' objects generators may read and the controller watches for them; comma-separated or repeated (default none)")
 	f.BoolVar(&o.kubeconfigExec, "insecure-kubeconfig-exec", false, "let kubeconfig Secrets of WorkloadClusters run exec and auth-provider plugins on the controller's machine (tenants write them: off by default; file paths stay refused)")

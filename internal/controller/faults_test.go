@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
@@ -118,4 +119,38 @@ func TestRetryWithoutEvents(t *testing.T) {
 	// The catalog's own poll has not run again: it did not bring the deployment back.
 	f.g.Expect(env.Client.Get(f.ctx, f.key("catalog"), catalog)).To(Succeed())
 	f.g.Expect(meta.IsStatusConditionFalse(catalog.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+}
+
+// A Repository whose git server hangs holds one poll until the reconcile timeout, not every
+// Repository's: another tenant's repository is polled meanwhile.
+func TestHangingRepositoryHoldsOnePoll(t *testing.T) {
+	var hanging atomic.Int32
+	stuck := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/stuck.git/") {
+				hanging.Add(1)
+				select {
+				case <-r.Context().Done():
+				case <-time.After(30 * time.Second):
+				}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	f := newFixture(t, gittest.WithMiddleware(stuck))
+	f.git.CreateRepo(t, "stuck")
+	hung := f.repository("stuck")
+	f.g.Eventually(hanging.Load, 30*time.Second, 50*time.Millisecond).Should(BeNumerically(">", 0))
+
+	catalog := f.repository("catalog")
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
+	// The stuck poll writes its status when the reconcile timeout ends it: not yet.
+	f.g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(hung), hung)).To(Succeed())
+	f.g.Expect(hung.Status.Conditions).To(BeEmpty(), "the catalog was polled only after the stuck repository's poll ended")
+	// And then it says so.
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(hung), hung)).To(Succeed())
+		g.Expect(meta.IsStatusConditionFalse(hung.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue(), "conditions %v", hung.Status.Conditions)
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }

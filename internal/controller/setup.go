@@ -52,8 +52,8 @@ type Options struct {
 	// InsecureKubeconfigExec lets kubeconfig Secrets run exec and auth-provider plugins on the
 	// controller's machine (--insecure-kubeconfig-exec); file references stay refused.
 	InsecureKubeconfigExec bool
-	// Workers is how many WorkloadClusters (publishes) and PackageDeployments are reconciled at
-	// once, each (default DefaultWorkers). PackageSets and Repositories have one worker each.
+	// Workers is how many WorkloadClusters (publishes), PackageDeployments and Repositories
+	// (polls) are reconciled at once, each (default DefaultWorkers). PackageSets have one worker.
 	Workers int
 	// WatchNamespaces, when not empty, confines the reads that go past the cache to these
 	// namespaces (--watch-namespaces; the manager's cache is restricted with namespaced.Cache).
@@ -102,7 +102,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	}
 	sources := fleet.Sources{Store: store, Registry: &ocipkg.Cache{TTL: ttl}}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry, Shard: opts.Shard},
+		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry, Shard: opts.Shard, Workers: workers},
 		&packagedeployment.Reconciler{Client: c, APIReader: reader, Git: sources, Clients: clients, HealthInterval: opts.HealthInterval, Workers: workers},
 		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
 		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},

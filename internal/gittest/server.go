@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -32,8 +33,9 @@ type Server struct {
 	// signs its TLS certificate: what a client must trust (ca.crt).
 	CACert []byte
 
-	root string
-	user string
+	root  string
+	conns atomic.Int64
+	user  string
 	pass string
 	tls  bool
 	wrap []func(http.Handler) http.Handler
@@ -97,6 +99,11 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	}
 	// Middlewares see paths as the repositories' (/name.git/...), without the server's prefix.
 	srv := httptest.NewUnstartedServer(http.StripPrefix(prefix, s.authenticate(handler)))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
 	if s.tls {
 		cert, ca := newTLSCertificate(t)
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
@@ -110,6 +117,11 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + prefix
 	return s
+}
+
+// Connections is how many connections clients have opened to the server so far.
+func (s *Server) Connections() int64 {
+	return s.conns.Load()
 }
 
 // serverCount numbers the servers of a test binary, for their paths.

@@ -41,7 +41,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	desired := obj.DeepCopyObject().(client.Object)
+	// The metadata patch overwrites obj with the server's answer: the status to write is kept.
+	var desired client.Object
+	if statusChanged {
+		desired = obj.DeepCopyObject().(client.Object)
+	}
 	if !equality.Semantic.DeepEqual(h.before.GetFinalizers(), obj.GetFinalizers()) ||
 		!equality.Semantic.DeepEqual(h.before.GetAnnotations(), obj.GetAnnotations()) {
 		if err := h.client.Patch(ctx, obj, client.MergeFromWithOptions(h.before, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -72,8 +76,12 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 // form), so a difference that vanishes on the way (a nil slice and an empty one, say) is no
 // change either way.
 func statusChanged(before, after client.Object) (bool, error) {
-	if b, a := statusOf(before), statusOf(after); b.IsValid() && a.IsValid() && equality.Semantic.DeepEqual(b.Interface(), a.Interface()) {
-		return false, nil
+	if b, a := statusOf(before), statusOf(after); b.IsValid() && a.IsValid() {
+		// Identical values are semantically equal too: reflect's comparison says so without the
+		// semantic one's lookup of a custom equality for every value it walks.
+		if bi, ai := b.Interface(), a.Interface(); reflect.DeepEqual(bi, ai) || equality.Semantic.DeepEqual(bi, ai) {
+			return false, nil
+		}
 	}
 	return changed(before, after, "status")
 }

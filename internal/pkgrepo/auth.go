@@ -133,6 +133,8 @@ type endpoint struct {
 	// whether a mirror was last fetched with them.
 	credential string
 	maxAge     time.Duration // Remote.MaxAge
+	// dial is url parsed by go-git once: every poll and push of the remote opens a session to it.
+	dial *transport.Endpoint
 }
 
 // newEndpoint prepares r. It refuses local repositories unless allowLocal.
@@ -153,6 +155,9 @@ func newEndpoint(r Remote, key []byte, allowLocal bool) (endpoint, error) {
 	ep.credential = mac(key, strings.Join([]string{a.Username, a.Password, a.BearerToken, a.Identity, a.Passphrase, a.KnownHosts, a.CABundle}, "\x00"))
 	ep.mirrorKey = r.Scope + "\x00" + ep.url
 	ep.maxAge = r.MaxAge
+	if ep.dial, err = transport.NewEndpoint(ep.url); err != nil {
+		return endpoint{}, fmt.Errorf("repository URL %s is invalid", ep.display)
+	}
 	return ep, nil
 }
 

@@ -142,6 +142,17 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 	return err
 }
 
+// client returns go-git's endpoint and transport for ep with opts' CA bundle, for a session.
+func (ep endpoint) client(opts transportOptions) (*transport.Endpoint, transport.Transport, error) {
+	if ep.dial == nil {
+		return nil, nil, fmt.Errorf("repository %s: no endpoint", ep.display)
+	}
+	e := *ep.dial
+	e.CaBundle = opts.caBundle
+	cl, err := client.NewClient(&e)
+	return &e, cl, err
+}
+
 // errNoAtomic: the server does not offer atomic pushes.
 var errNoAtomic = errors.New("the server does not offer atomic pushes")
 
@@ -162,12 +173,7 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil {
 		return err
 	}
-	e, err := transport.NewEndpoint(ep.url)
-	if err != nil {
-		return err
-	}
-	e.CaBundle = opts.caBundle
-	cl, err := client.NewClient(e)
+	e, cl, err := ep.client(opts)
 	if err != nil {
 		return err
 	}

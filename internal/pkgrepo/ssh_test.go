@@ -190,6 +190,34 @@ func TestCABundle(t *testing.T) {
 	checkErr(t, err, pkgrepo.ErrCredentials)
 }
 
+// Polls of the repositories of one git server reuse one connection, over https with a private
+// CA as over http: a poll is a request, not a new connection and TLS handshake.
+func TestConnectionsReused(t *testing.T) {
+	for name, opts := range map[string][]gittest.Option{"https with a CA bundle": {gittest.WithTLS()}, "http": nil} {
+		t.Run(name, func(t *testing.T) {
+			srv := gittest.NewServer(t, opts...)
+			store := pkgrepo.NewStore(t.TempDir())
+			var remotes []pkgrepo.Remote
+			for i := range 3 {
+				r := pkgrepo.Remote{URL: srv.CreateRepo(t, fmt.Sprintf("edge%02d", i)), Auth: pkgrepo.Auth{CABundle: string(srv.CACert)}}
+				publish(t, store, r, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
+				remotes = append(remotes, r)
+			}
+			before := srv.Connections()
+			for range 10 {
+				for _, r := range remotes {
+					if _, err := store.Refresh(context.Background(), r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n := srv.Connections() - before; n > 1 {
+				t.Errorf("30 polls of 3 repositories opened %d connections, want at most 1", n)
+			}
+		})
+	}
+}
+
 func assertNoKey(t *testing.T, s string, key []byte) {
 	t.Helper()
 	// Any line of the key's body would be a leak.

@@ -166,13 +166,12 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 	}
 	s.mu.Lock()
 	ep, ok := s.endpoints[r]
-	s.mu.Unlock()
 	if !ok {
 		var err error
 		if ep, err = newEndpoint(r, s.key, s.AllowLocal); err != nil {
+			s.mu.Unlock()
 			return nil, endpoint{}, nil, err
 		}
-		s.mu.Lock()
 		// Every poll of every Repository comes here: the parsed endpoint and its credential's
 		// fingerprint are kept per Remote. Credentials that rotate leave old entries behind, so
 		// the map is started over when it holds far more than there are mirrors.
@@ -180,9 +179,7 @@ func (s *Store) lock(r Remote) (*mirror, endpoint, func(), error) {
 			s.endpoints = map[Remote]endpoint{}
 		}
 		s.endpoints[r] = ep
-		s.mu.Unlock()
 	}
-	s.mu.Lock()
 	m, ok := s.mirrors[ep.mirrorKey]
 	if !ok {
 		// The scope is part of the directory name too: two scopes never share objects on disk.
@@ -315,16 +312,29 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 
 // unchanged tells whether the remote advertises exactly the branches, tags and flotilla refs the
 // mirror holds, so that a fetch would bring nothing and prune nothing.
-func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptions) (bool, error) {
-	advertised, err := m.remote(ep).ListContext(ctx, &git.ListOptions{Auth: opts.auth, CABundle: opts.caBundle})
+// It asks as `git ls-remote` does (what go-git's Remote.List sends), through the endpoint
+// prepared once instead of parsing the URL and looking up a transport on every poll.
+func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptions) (_ bool, err error) {
+	e, cl, err := ep.client(opts)
 	if err != nil {
 		return false, err
 	}
-	remote := map[plumbing.ReferenceName]plumbing.Hash{}
-	for _, ref := range advertised {
-		if ref.Type() == plumbing.HashReference {
-			remote[ref.Name()] = ref.Hash()
+	sess, err := cl.NewUploadPackSession(e, opts.auth)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
 		}
+	}()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return false, err
+	}
+	remote := make(map[plumbing.ReferenceName]plumbing.Hash, len(adv.References))
+	for name, h := range adv.References {
+		remote[plumbing.ReferenceName(name)] = h
 	}
 	return m.holds(remote)
 }

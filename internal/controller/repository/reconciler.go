@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -49,6 +50,10 @@ type Reconciler struct {
 	// Shard, when not nil, is the replica's --watch-label-selector: the cache holds every
 	// Repository (other shards' sets may read them), this reconciler polls only the matching ones.
 	Shard labels.Selector
+	// Workers is how many Repositories are polled at once: a poll waits on a git server (up to
+	// the reconcile timeout when one hangs), and one tenant's slow server must not hold every
+	// other tenant's polls, nor a fleet's 1,000 polls a minute queue behind one another.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=repositories,verbs=get;list;watch;patch
@@ -172,6 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inShard := predicate.NewPredicateFuncs(r.inShard)
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Repository{}, builder.WithPredicates(enqueue.NotStatusOnly(), inShard)).
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(clusterRepository), builder.WithPredicates(published())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("repository").Complete(r)
 }
 

@@ -6,6 +6,7 @@ package workloadcluster
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -68,6 +69,10 @@ type appliedRoot struct {
 	digest  [sha256.Size]byte
 	at      time.Time
 	objects []bootstrap.Applied
+	// from names the cluster and repository objects (their resourceVersions) and the client
+	// (kubeconfig) the digest was last rendered from: while none of them changed, the objects
+	// are the same and are not rendered again before the next check.
+	from string
 }
 
 // DefaultFactsInterval is how often a cluster's facts are read by default.
@@ -339,24 +344,30 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	if err != nil {
 		return err
 	}
-	objs, err := bootstrap.Objects(cluster, repo, "")
-	if err != nil {
-		return err
-	}
 	identity := r.Clients.Identity(cluster)
-	digest := sha256.Sum256(append(append([]byte{}, identity[:]...), objs...))
+	from := cluster.ResourceVersion + " " + repo.ResourceVersion + " " + hex.EncodeToString(identity[:])
 	key := client.ObjectKeyFromObject(cluster)
 	r.publishedMu.Lock()
 	last, ok := r.applied[key]
 	r.publishedMu.Unlock()
+	recent := ok && time.Since(last.at) < r.rootSyncCheck()
+	if recent && last.from == from {
+		return nil // the same objects, applied or checked recently
+	}
+	objs, err := bootstrap.Objects(cluster, repo, "")
+	if err != nil {
+		return err
+	}
+	digest := sha256.Sum256(append(append([]byte{}, identity[:]...), objs...))
 	if ok && last.digest == digest {
-		if time.Since(last.at) < r.rootSyncCheck() {
-			return nil
-		}
-		if r.untouched(ctx, cluster, remote, last.objects) {
-			// Checked: nothing to restore until the next check.
+		if recent || r.untouched(ctx, cluster, remote, last.objects) {
+			// Checked now (nothing to restore until the next check), or not due yet.
+			at := last.at
+			if !recent {
+				at = time.Now()
+			}
 			r.publishedMu.Lock()
-			r.applied[key] = appliedRoot{digest: digest, at: time.Now(), objects: last.objects}
+			r.applied[key] = appliedRoot{digest: digest, at: at, objects: last.objects, from: from}
 			r.publishedMu.Unlock()
 			return nil
 		}
@@ -373,7 +384,7 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 	if r.applied == nil {
 		r.applied = map[client.ObjectKey]appliedRoot{}
 	}
-	r.applied[key] = appliedRoot{digest: digest, at: time.Now(), objects: applied}
+	r.applied[key] = appliedRoot{digest: digest, at: time.Now(), objects: applied, from: from}
 	r.publishedMu.Unlock()
 	return nil
 }

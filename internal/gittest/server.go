@@ -36,9 +36,9 @@ type Server struct {
 	root  string
 	conns atomic.Int64
 	user  string
-	pass string
-	tls  bool
-	wrap []func(http.Handler) http.Handler
+	pass  string
+	tls   bool
+	wrap  []func(http.Handler) http.Handler
 }
 
 // Option configures a Server.

@@ -153,6 +153,15 @@ func (ep endpoint) client(opts transportOptions) (*transport.Endpoint, transport
 	return &e, cl, err
 }
 
+// advertisedRefs is adv's refs by name (not peeled, not HEAD's symbolic ref), as holds compares.
+func advertisedRefs(adv *packp.AdvRefs) map[plumbing.ReferenceName]plumbing.Hash {
+	out := make(map[plumbing.ReferenceName]plumbing.Hash, len(adv.References))
+	for name, h := range adv.References {
+		out[plumbing.ReferenceName(name)] = h
+	}
+	return out
+}
+
 // errNoAtomic: the server does not offer atomic pushes.
 var errNoAtomic = errors.New("the server does not offer atomic pushes")
 
@@ -195,10 +204,7 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if adv == nil || !adv.Capabilities.Supports(capability.Atomic) {
 		return errNoAtomic
 	}
-	remote := make(map[plumbing.ReferenceName]plumbing.Hash, len(adv.References))
-	for name, h := range adv.References {
-		remote[plumbing.ReferenceName(name)] = h
-	}
+	remote := advertisedRefs(adv)
 	if same, err := m.holds(remote); err != nil || !same {
 		if err == nil {
 			err = errStale

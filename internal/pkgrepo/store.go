@@ -332,11 +332,7 @@ func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil {
 		return false, err
 	}
-	remote := make(map[plumbing.ReferenceName]plumbing.Hash, len(adv.References))
-	for name, h := range adv.References {
-		remote[plumbing.ReferenceName(name)] = h
-	}
-	return m.holds(remote)
+	return m.holds(advertisedRefs(adv))
 }
 
 // holds tells whether the mirror's branches, tags and flotilla refs are exactly those of remote

@@ -63,8 +63,8 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are passed to Controller as --cpuprofile and
 	// --memprofile.
 	CPUProfile, MemProfile string
-	// IdleCPUProfile, when set, receives a CPU profile of the controller over the idle window
-	// (the bench then passes it --pprof-bind-address).
+	// IdleCPUProfile, when set, receives a CPU profile of the controller over the idle window and
+	// profileTail after it (the bench then passes it --pprof-bind-address).
 	IdleCPUProfile string
 	// APIServerCPUProfile, when set, receives a CPU profile of kube-apiserver over the first
 	// APIServerProfileSeconds (default 60) of the cold phase.

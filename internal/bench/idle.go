@@ -84,6 +84,10 @@ func (b *run) startWorkload(ctx context.Context) (*corev1.Secret, error) {
 	}, nil
 }
 
+// profileTail is how long the idle profile runs after the window, so that its encoding falls
+// outside the window's CPU figure.
+const profileTail = 10 * time.Second
+
 // idle waits until the writes settled, then measures Options.Idle of nothing changing.
 func (b *run) idle(ctx context.Context) (Idle, error) {
 	res := Idle{Duration: b.o.Idle}
@@ -102,7 +106,9 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	if err != nil {
 		return res, err
 	}
-	profiled := b.profileController(ctx, b.o.IdleCPUProfile, b.o.Idle)
+	// The profile runs past the window: the controller encodes it when it ends, and that work is
+	// the profiler's, not the fleet's, so the window's CPU is read before it.
+	profiled := b.profileController(ctx, b.o.IdleCPUProfile, b.o.Idle+profileTail)
 	b.progressf("idle: %s with nothing changing...", b.o.Idle)
 	t0 := time.Now()
 	tick := time.NewTicker(b.o.ProgressInterval)
@@ -125,6 +131,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	if err != nil {
 		return res, err
 	}
+	res.Duration = time.Since(t0)
 	serverAfter, err := b.scrapeAPIServer(ctx)
 	if err != nil {
 		return res, err
@@ -146,7 +153,6 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	if err := <-profiled; err != nil {
 		return res, err
 	}
-	res.Duration = time.Since(t0)
 	res.ControllerCPU, res.ServerCPU, res.WorkloadCPU = after.cpu.sub(before.cpu), after.server.sub(before.server), after.workload.sub(before.workload)
 	res.Requests, res.CatalogRequests = after.requests.Sub(before.requests), after.catalog.Sub(before.catalog)
 	m := after.metrics.delta(before.metrics)

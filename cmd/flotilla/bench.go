@@ -80,7 +80,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory: repositories, objects, controller log and cache")
 	f.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write the controller's CPU profile to this file (go tool pprof)")
-	f.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", "write the controller's CPU profile over the --idle window and 10 s after it (its encoding stays out of the window's figures) to this file (go tool pprof)")
+	f.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", fmt.Sprintf("write the controller's CPU profile over the --idle window and %s after it (its encoding stays out of the window's figures) to this file (go tool pprof)", bench.IdleProfileTail))
 	f.StringVar(&o.MemProfile, "memprofile", "", "write the controller's heap profile, taken when it stops, to this file")
 	f.StringVar(&o.APIServerCPUProfile, "apiserver-cpuprofile", "", "write kube-apiserver's CPU profile over the start of the cold phase to this file (go tool pprof)")
 	f.IntVar(&o.APIServerProfileSeconds, "apiserver-profile-seconds", 60, "how many seconds of the cold phase --apiserver-cpuprofile covers")

@@ -64,7 +64,7 @@ type Options struct {
 	// --memprofile.
 	CPUProfile, MemProfile string
 	// IdleCPUProfile, when set, receives a CPU profile of the controller over the idle window and
-	// profileTail after it (the bench then passes it --pprof-bind-address).
+	// IdleProfileTail after it (the bench then passes it --pprof-bind-address).
 	IdleCPUProfile string
 	// APIServerCPUProfile, when set, receives a CPU profile of kube-apiserver over the first
 	// APIServerProfileSeconds (default 60) of the cold phase.

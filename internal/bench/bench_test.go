@@ -167,8 +167,8 @@ func TestBenchIdle(t *testing.T) {
 		t.Errorf("idle %+v: want 20 s measured, health watched in both clusters and the controller's CPU", idle)
 	}
 	// The profile's tail (and its encoding) is outside the window.
-	if idle.Duration >= 20*time.Second+profileTail {
-		t.Errorf("idle window measured %s: want it to end before the profile's %s tail", idle.Duration, profileTail)
+	if idle.Duration >= 20*time.Second+IdleProfileTail {
+		t.Errorf("idle window measured %s: want it to end before the profile's %s tail", idle.Duration, IdleProfileTail)
 	}
 	if got := total(idle.WorkloadRequests); got > 2*2 {
 		t.Errorf("idle: %v requests to the workload API server in 20 s (two 10 s intervals, two clusters), want at most one per cluster per interval", got)

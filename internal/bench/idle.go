@@ -84,9 +84,9 @@ func (b *run) startWorkload(ctx context.Context) (*corev1.Secret, error) {
 	}, nil
 }
 
-// profileTail is how long the idle profile runs after the window, so that its encoding falls
+// IdleProfileTail is how long the idle profile runs after the window, so that its encoding falls
 // outside the window's CPU figure.
-const profileTail = 10 * time.Second
+const IdleProfileTail = 10 * time.Second
 
 // idle waits until the writes settled, then measures Options.Idle of nothing changing.
 func (b *run) idle(ctx context.Context) (Idle, error) {
@@ -108,7 +108,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	}
 	// The profile runs past the window: the controller encodes it when it ends, and that work is
 	// the profiler's, not the fleet's, so the window's CPU is read before it.
-	profiled := b.profileController(ctx, b.o.IdleCPUProfile, b.o.Idle+profileTail)
+	profiled := b.profileController(ctx, b.o.IdleCPUProfile, b.o.Idle+IdleProfileTail)
 	b.progressf("idle: %s with nothing changing...", b.o.Idle)
 	t0 := time.Now()
 	tick := time.NewTicker(b.o.ProgressInterval)

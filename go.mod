@@ -10,6 +10,7 @@ require (
 	github.com/google/cel-go v0.29.2
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/kptdev/kpt v1.0.0-beta.61
 	github.com/kptdev/krm-functions-sdk/go/fn v1.0.2
 	github.com/onsi/gomega v1.44.0

@@ -41,7 +41,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 				return err
 			}
 			o.Controller = []string{exe, "bench", "controller"}
-			for _, p := range []*string{&o.CPUProfile, &o.MemProfile, &o.APIServerCPUProfile, &o.IdleCPUProfile} {
+			for _, p := range []*string{&o.CPUProfile, &o.MemProfile, &o.APIServerCPUProfile, &o.IdleCPUProfile, &o.HeapProfile} {
 				if *p != "" {
 					if *p, err = filepath.Abs(*p); err != nil {
 						return err
@@ -80,6 +80,7 @@ http-backend), as a user's is; --transport file hands the controller file:// URL
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory: repositories, objects, controller log and cache")
 	f.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write the controller's CPU profile to this file (go tool pprof)")
+	f.StringVar(&o.HeapProfile, "heap-profile", "", "write the controller's heap profile, after a forced GC, to PREFIX-PHASE.pb.gz when each phase converged and to PREFIX-idle.pb.gz at the end of the --idle window, and report the live heap of each (go tool pprof)")
 	f.StringVar(&o.IdleCPUProfile, "idle-cpuprofile", "", fmt.Sprintf("write the controller's CPU profile over the --idle window and %s after it (its encoding stays out of the window's figures) to this file (go tool pprof)", bench.IdleProfileTail))
 	f.StringVar(&o.MemProfile, "memprofile", "", "write the controller's heap profile, taken when it stops, to this file")
 	f.StringVar(&o.APIServerCPUProfile, "apiserver-cpuprofile", "", "write kube-apiserver's CPU profile over the start of the cold phase to this file (go tool pprof)")

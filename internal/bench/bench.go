@@ -66,6 +66,11 @@ type Options struct {
 	// IdleCPUProfile, when set, receives a CPU profile of the controller over the idle window and
 	// IdleProfileTail after it (the bench then passes it --pprof-bind-address).
 	IdleCPUProfile string
+	// HeapProfile, when set, is the prefix of the controller's heap profiles, each taken after a
+	// forced GC: PREFIX-PHASE.pb.gz when a phase converged (PREFIX-cold.pb.gz, PREFIX-bump.pb.gz,
+	// ...) and PREFIX-idle.pb.gz at the end of the idle window; each phase reports the live heap
+	// its profile found (the bench then passes the controller --pprof-bind-address).
+	HeapProfile string
 	// APIServerCPUProfile, when set, receives a CPU profile of kube-apiserver over the first
 	// APIServerProfileSeconds (default 60) of the cold phase.
 	APIServerCPUProfile     string
@@ -181,8 +186,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("shards must be between 1 and the number of clusters")
 	case o.Shards > 1 && (o.Idle > 0 || o.RolloutSteps > 0):
 		return o, fmt.Errorf("--shards runs apart from --idle and --rollout-steps: their figures are those of one controller process")
-	case o.Shards > 1 && (o.CPUProfile != "" || o.MemProfile != ""):
-		return o, fmt.Errorf("--cpuprofile and --memprofile profile one controller: run them with --shards 1")
+	case o.Shards > 1 && (o.CPUProfile != "" || o.MemProfile != "" || o.HeapProfile != ""):
+		return o, fmt.Errorf("--cpuprofile, --memprofile and --heap-profile profile one controller: run them with --shards 1")
 	case o.Workers < 1:
 		return o, fmt.Errorf("workers must be at least 1")
 	case o.MemoryLimit != "" && !memoryLimit.MatchString(o.MemoryLimit):

@@ -146,17 +146,27 @@ func TestBenchFileTransport(t *testing.T) {
 // controller watches each cluster's Flux objects there, and writes nothing to flotilla's objects or
 // to git while nothing changes.
 func TestBenchIdle(t *testing.T) {
-	profile := filepath.Join(t.TempDir(), "idle.pprof")
+	dir := t.TempDir()
+	profile, heap := filepath.Join(dir, "idle.pprof"), filepath.Join(dir, "heap")
 	report, _ := runBench(t, Options{
 		Clusters:       2,
 		Packages:       1,
 		Idle:           20 * time.Second,
 		IdleCPUProfile: profile,
+		HeapProfile:    heap,
 	})
 	idle := report.Idle
-	// A CPU profile is gzipped protobuf.
-	if data, err := os.ReadFile(profile); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
-		t.Errorf("idle CPU profile %s: %v, %d bytes; want a gzipped profile", profile, err, len(data))
+	// A profile is gzipped protobuf.
+	for _, p := range []string{profile, heapProfilePath(heap, "cold"), heapProfilePath(heap, "bump"), heapProfilePath(heap, "idle")} {
+		if data, err := os.ReadFile(p); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Errorf("profile %s: %v, %d bytes; want a gzipped profile", p, err, len(data))
+		}
+	}
+	// The heap profiles count the controller's live heap: its informers' caches at least.
+	for name, live := range map[string]int64{"cold": report.Cold.LiveHeap, "bump": report.Bump.LiveHeap, "idle": idle.LiveHeap} {
+		if live < 1<<20 {
+			t.Errorf("controller live heap when %s converged: %d bytes, want at least 1 MiB", name, live)
+		}
 	}
 	if len(idle.ServerWrites) == 0 {
 		t.Error("no writes served by the management API server in the idle window (its own lease renewals at least)")
@@ -191,7 +201,8 @@ func TestBenchIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{"controller CPU, % of one core", "requests/s to the management API server",
-		"requests per workload cluster per health interval", "health watches open on the workload API server", "git requests per Repository per spec.interval", "writes the management API server served", "writes to flotilla's objects"} {
+		"requests per workload cluster per health interval", "health watches open on the workload API server", "git requests per Repository per spec.interval", "writes the management API server served", "writes to flotilla's objects",
+		"controller live heap when converged", "controller live heap at the end of the window"} {
 		if !strings.Contains(out.String(), "\n"+row) {
 			t.Errorf("table has no row %q:\n%s", row, out.String())
 		}

@@ -49,6 +49,9 @@ type Idle struct {
 	Writes                    map[string]writeStats
 	Reconciles                map[string]float64
 	Published, Unchanged      float64
+	// LiveHeap is the controller's live heap at the end of the window (Options.HeapProfile; 0
+	// when not measured).
+	LiveHeap int64
 }
 
 // startWorkload starts the workload API server every cluster's kubeconfig points at, with a
@@ -151,6 +154,9 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 		}
 	}
 	if err := <-profiled; err != nil {
+		return res, err
+	}
+	if res.LiveHeap, err = b.heapProfile(ctx, "idle"); err != nil {
 		return res, err
 	}
 	res.ControllerCPU, res.ServerCPU, res.WorkloadCPU = after.cpu.sub(before.cpu), after.server.sub(before.server), after.workload.sub(before.workload)
@@ -269,6 +275,9 @@ func (r *Report) printIdle(w io.Writer) error {
 	fmt.Fprintf(tw, "reconciles set/deployment/cluster/repo\t%.0f/%.0f/%.0f/%.0f\t\n", c["packageset"], c["packagedeployment"], c["workloadcluster"], c["repository"])
 	fmt.Fprintf(tw, "kube-apiserver + etcd CPU, %% of one core: management, workload\t%.2f %%, %.2f %%\t\n",
 		100*d.ServerCPU.total()/secs, 100*d.WorkloadCPU.total()/secs)
+	if d.LiveHeap > 0 {
+		fmt.Fprintf(tw, "controller live heap at the end of the window\t%s\t\n", mib(d.LiveHeap))
+	}
 	return tw.Flush()
 }
 

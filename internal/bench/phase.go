@@ -36,6 +36,9 @@ type Phase struct {
 	// PublishTime their summed duration (flotilla_publish_duration_seconds: render, fetch, push).
 	Published, Unchanged, Failed float64
 	PublishTime                  time.Duration
+	// LiveHeap is the controller's live heap when the phase converged (Options.HeapProfile; 0
+	// when not measured).
+	LiveHeap int64
 }
 
 // snapshot is the state of the counters at a phase boundary.
@@ -89,6 +92,9 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	deadline := t0.Add(b.o.Timeout)
 	waitErr := b.converge(ctx, &res, t0, deadline)
 	if waitErr == nil {
+		if res.LiveHeap, waitErr = b.heapProfile(ctx, name); waitErr != nil {
+			return res, waitErr
+		}
 		res.Settled = b.settle(deadline).Sub(t0)
 	}
 	after, err := b.snapshot(ctx)

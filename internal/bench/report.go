@@ -95,6 +95,9 @@ func (r *Report) Print(w io.Writer) error {
 		return fmt.Sprintf("%.1f", p.BenchCPU.Children)
 	})
 	row("bench process CPU s (watches)", func(p Phase) string { return fmt.Sprintf("%.1f", p.BenchCPU.Self) })
+	if r.Cold.LiveHeap > 0 {
+		row("controller live heap when converged", func(p Phase) string { return mib(p.LiveHeap) })
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

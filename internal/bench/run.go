@@ -46,7 +46,7 @@ type run struct {
 	c                        client.WithWatch
 	t                        *tracker
 	ctrl                     *controllers
-	pprofAddr                string   // the controller's --pprof-bind-address (Options.IdleCPUProfile)
+	pprofAddr                string   // the controller's --pprof-bind-address (Options.IdleCPUProfile, HeapProfile)
 	waitFor                  []string // the clusters a phase waits for; nil: all (the kill phase: the live shards')
 	last                     snapshot // at the end of the previous phase
 	start                    time.Time
@@ -227,7 +227,7 @@ func (b *run) create(ctx context.Context, objs []client.Object) error {
 
 func (b *run) startController() error {
 	b.progressf("starting the controller: %v", b.o.Controller)
-	if b.o.IdleCPUProfile != "" && b.pprofAddr == "" {
+	if (b.o.IdleCPUProfile != "" || b.o.HeapProfile != "") && b.pprofAddr == "" {
 		port, err := freePort()
 		if err != nil {
 			return err
@@ -321,22 +321,7 @@ func (b *run) profileController(ctx context.Context, path string, d time.Duratio
 		seconds := max(int(d.Seconds()), 1)
 		ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
 		defer cancel()
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, seconds)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			done <- err
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- fmt.Errorf("profile the controller: %w", err)
-			return
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("%s: %s", resp.Status, data)
-		}
+		data, err := b.pprofGet(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds))
 		if err != nil {
 			done <- fmt.Errorf("profile the controller: %w", err)
 			return
@@ -344,6 +329,24 @@ func (b *run) profileController(ctx context.Context, path string, d time.Duratio
 		done <- os.WriteFile(path, data, 0o644)
 	}()
 	return done
+}
+
+// pprofGet reads path (and query) from the controller's --pprof-bind-address.
+func (b *run) pprofGet(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.pprofAddr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", resp.Status, data)
+	}
+	return data, err
 }
 
 // profileAPIServer writes a CPU profile of kube-apiserver (its /debug/pprof/profile endpoint) over

@@ -49,6 +49,7 @@ type Idle struct {
 	Writes                    map[string]writeStats
 	Reconciles                map[string]float64
 	Published, Unchanged      float64
+	Rendered, Reused          float64
 	// LiveHeap is the controller's live heap at the end of the window (Options.HeapProfile; 0
 	// when not measured).
 	LiveHeap int64
@@ -167,6 +168,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	res.Reconciles = reconcileCounts(m)
 	res.Published = m.sum("flotilla_publish_total", `result="published"`)
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
+	res.Rendered, res.Reused = m.sum("flotilla_render_total", `result="rendered"`), m.sum("flotilla_render_total", `result="reused"`)
 	res.Writes = map[string]writeStats{}
 	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
 		res.Writes[k] = b.t.writeStats(k, phaseIdle)
@@ -271,6 +273,7 @@ func (r *Report) printIdle(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "writes to flotilla's objects\t%s\t0\n", strings.Join(writes, ", "))
 	fmt.Fprintf(tw, "deployed-packages publishes (published, unchanged)\t%.0f, %.0f\t0 published\n", d.Published, d.Unchanged)
+	fmt.Fprintf(tw, "deployed-packages renders (rendered, reused)\t%.0f, %.0f\t\n", d.Rendered, d.Reused)
 	c := d.Reconciles
 	fmt.Fprintf(tw, "reconciles set/deployment/cluster/repo\t%.0f/%.0f/%.0f/%.0f\t\n", c["packageset"], c["packagedeployment"], c["workloadcluster"], c["repository"])
 	fmt.Fprintf(tw, "kube-apiserver + etcd CPU, %% of one core: management, workload\t%.2f %%, %.2f %%\t\n",

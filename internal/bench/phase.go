@@ -36,6 +36,9 @@ type Phase struct {
 	// PublishTime their summed duration (flotilla_publish_duration_seconds: render, fetch, push).
 	Published, Unchanged, Failed float64
 	PublishTime                  time.Duration
+	// Rendered and Reused are the deployed-packages renders the cluster reconciles ran, and those
+	// they skipped because the inputs were the last publish's (flotilla_render_total).
+	Rendered, Reused float64
 	// LiveHeap is the controller's live heap when the phase converged (Options.HeapProfile; 0
 	// when not measured).
 	LiveHeap int64
@@ -113,6 +116,7 @@ func (b *run) phase(ctx context.Context, name string, p phase, start func() erro
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
 	res.Failed = m.sum("flotilla_publish_total", `result="failed"`)
 	res.PublishTime = time.Duration(m.sum("flotilla_publish_duration_seconds_sum") * float64(time.Second))
+	res.Rendered, res.Reused = m.sum("flotilla_render_total", `result="rendered"`), m.sum("flotilla_render_total", `result="reused"`)
 	res.Writes = map[string]writeStats{}
 	for _, k := range []string{kindCluster, kindDeployment, kindSet} {
 		res.Writes[k] = b.t.writeStats(k, p)

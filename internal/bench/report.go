@@ -83,6 +83,9 @@ func (r *Report) Print(w io.Writer) error {
 	row("publishes published/unchanged/failed", func(p Phase) string {
 		return fmt.Sprintf("%.0f/%.0f/%.0f", p.Published, p.Unchanged, p.Failed)
 	})
+	row("renders per cluster (rendered, reused)", func(p Phase) string {
+		return fmt.Sprintf("%.2f (%.0f, %.0f)", p.Rendered/float64(r.Clusters), p.Rendered, p.Reused)
+	})
 	row("time inside publish (sum)", func(p Phase) string { return secs(p.PublishTime) })
 	row("controller CPU s (self + git)", func(p Phase) string {
 		return fmt.Sprintf("%.1f (%.1f + %.1f)", p.ControllerCPU.total(), p.ControllerCPU.Self, p.ControllerCPU.Children)

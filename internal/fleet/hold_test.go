@@ -80,3 +80,41 @@ func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
 		t.Errorf("held (-want +got):\n%s", diff)
 	}
 }
+
+// A render's pins rendered again with the revision it published (what the next reconcile reads)
+// give the same tree and hold back the same deployments: the WorkloadCluster reconciler remembers
+// a publish's inputs with that revision, so that reconcile does not render again.
+func TestRenderAgainWithWhatItPublished(t *testing.T) {
+	cluster := &v1alpha1.WorkloadCluster{}
+	cluster.Name = "edge01"
+	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
+	pin := func(name, ns string, deps ...string) render.Pin {
+		pd := &v1alpha1.PackageDeployment{}
+		pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns
+		for _, d := range deps {
+			pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
+		}
+		return render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
+			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "c", Directory: "/" + name}}
+	}
+	pins := []render.Pin{pin("crds", ""), pin("app", "", "crds"), pin("top", "", "app"), pin("lone", "", "gone"),
+		pin("after", "", "lone"), pin("kept", "", "gone"), pin("refused", "config-management-system"), pin("late", "", "refused")}
+	for _, before := range []*v1alpha1.DeployedPackagesStatus{
+		nil,
+		{Packages: []v1alpha1.PublishedPin{{Deployment: "kept"}}},
+		{Packages: []v1alpha1.PublishedPin{{Deployment: "kept"}, {Deployment: "lone"}, {Deployment: "removed"}}},
+	} {
+		first, err := fleet.Render(cluster, repo, pins, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := fleet.Render(cluster, repo, pins, &v1alpha1.DeployedPackagesStatus{Revision: 2, Packages: first.Pins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Digest != first.Digest || !cmp.Equal(again.Held, first.Held) {
+			t.Errorf("published before %v: rendered again with what it published, digest %s held %v; first %s held %v",
+				before, again.Digest, again.Held, first.Digest, first.Held)
+		}
+	}
+}

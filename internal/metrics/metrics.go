@@ -26,6 +26,12 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
 
+	// Renders counts the renders of deployed-packages by the WorkloadCluster reconciler:
+	// rendered (fleet.Render ran), or reused (its inputs were those of the last publish's render).
+	Renders = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_render_total",
+		Help: "deployed-packages renders per WorkloadCluster reconcile that reached one, by result (rendered, reused: the inputs were those of the last publish).",
+	}, []string{"result"})
 	// GitErrors counts git failures by condition reason (RepositoryUnreachable,
 	// AuthenticationFailed, ...).
 	GitErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,7 +53,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(Publishes, PublishSeconds, GitErrors, Targets, BuildInfo)
+	crmetrics.Registry.MustRegister(Publishes, PublishSeconds, Renders, GitErrors, Targets, BuildInfo)
 }
 
 // SetBuildInfo labels flotilla_build_info with info, the one series it has.

@@ -14,27 +14,31 @@ import (
 
 // renderArgs are renderInputs' arguments, for a test to change one at a time.
 type renderArgs struct {
-	cluster *v1alpha1.WorkloadCluster
-	repo    *v1alpha1.Repository
-	pins    []render.Pin
+	cluster   *v1alpha1.WorkloadCluster
+	repo      *v1alpha1.Repository
+	pins      []render.Pin
+	published *v1alpha1.DeployedPackagesStatus
 }
 
 func baseRenderArgs() *renderArgs {
 	a := &renderArgs{
-		cluster: &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "c", ResourceVersion: "10"}},
-		repo:    &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "r", ResourceVersion: "11"}},
+		cluster: &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge01", UID: "c", ResourceVersion: "10", Generation: 1}},
+		repo:    &v1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "edge01", UID: "r", ResourceVersion: "11", Generation: 1}},
+		published: &v1alpha1.DeployedPackagesStatus{Packages: []v1alpha1.PublishedPin{
+			{Deployment: "a", Tag: "a/v1"}, {Deployment: "b", Tag: "b/v1"}}},
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name), ResourceVersion: "12"}}
+		pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name), ResourceVersion: "12", Generation: 1}}
 		a.pins = append(a.pins, render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
 			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "1111", Directory: "/" + name}})
 	}
 	return a
 }
 
-// TestRenderInputs: the key that lets a reconcile skip a render changes with every object the
-// render reads (at a new resourceVersion) and every part of a pin, and not with the order in which
-// the cache lists the deployments.
+// TestRenderInputs: the key that lets a reconcile skip a render changes with the spec of every
+// object the render reads (a new generation), every part of a pin and the deployments the
+// published revision carries, and not with a status write, labels, annotations or the order in
+// which the cache lists the deployments.
 func TestRenderInputs(t *testing.T) {
 	// renderInputs names every field of a pin and of its resolved revision: a field added to either
 	// must be added there too, or a change to it would not be rendered for up to verifyEvery.
@@ -56,12 +60,26 @@ func TestRenderInputs(t *testing.T) {
 				a.pins[i].Deployment = a.pins[i].Deployment.DeepCopy()
 			}
 		}},
-		{name: "cluster written", change: func(a *renderArgs) { a.cluster.ResourceVersion = "20" }},
+		{name: "status, labels or annotations written", same: true, change: func(a *renderArgs) {
+			a.cluster.ResourceVersion, a.repo.ResourceVersion = "20", "21"
+			a.cluster.Annotations = map[string]string{"x": "y"}
+			a.pins[1].Deployment.ResourceVersion, a.pins[1].Deployment.Labels = "22", map[string]string{"x": "y"}
+		}},
+		{name: "published again, carrying the same deployments", same: true, change: func(a *renderArgs) {
+			a.published = &v1alpha1.DeployedPackagesStatus{Revision: 2, Packages: []v1alpha1.PublishedPin{
+				{Deployment: "b", Tag: "b/v2"}, {Deployment: "a", Tag: "a/v1"}}}
+		}},
+		{name: "cluster spec changed", change: func(a *renderArgs) { a.cluster.Generation = 2 }},
 		{name: "cluster recreated", change: func(a *renderArgs) { a.cluster.UID = "c2" }},
-		{name: "repository written", change: func(a *renderArgs) { a.repo.ResourceVersion = "21" }},
+		{name: "cluster of another namespace", change: func(a *renderArgs) { a.cluster.Namespace = "other" }},
+		{name: "repository spec changed", change: func(a *renderArgs) { a.repo.Generation = 2 }},
 		{name: "another repository", change: func(a *renderArgs) { a.repo.Name = "other" }},
-		{name: "deployment written", change: func(a *renderArgs) { a.pins[1].Deployment.ResourceVersion = "22" }},
+		{name: "deployment spec changed", change: func(a *renderArgs) { a.pins[1].Deployment.Generation = 2 }},
 		{name: "deployment recreated", change: func(a *renderArgs) { a.pins[1].Deployment.UID = "u-b2" }},
+		{name: "published carries another deployment", change: func(a *renderArgs) {
+			a.published.Packages = append(a.published.Packages, v1alpha1.PublishedPin{Deployment: "c", Tag: "c/v1"})
+		}},
+		{name: "nothing published", change: func(a *renderArgs) { a.published = nil }},
 		{name: "resolved to another tag", change: func(a *renderArgs) { a.pins[0].Resolved.Tag = "a/v2" }},
 		{name: "resolved to a new commit", change: func(a *renderArgs) { a.pins[0].Resolved.Commit = "2222" }},
 		{name: "resolved revision", change: func(a *renderArgs) { a.pins[0].Resolved.Revision = 2 }},
@@ -77,12 +95,12 @@ func TestRenderInputs(t *testing.T) {
 		{name: "a pin twice", change: func(a *renderArgs) { a.pins = append(a.pins, a.pins[0]) }},
 	}
 	base := baseRenderArgs()
-	want := renderInputs(base.cluster, base.repo, base.pins)
+	want := renderInputs(base.cluster, base.repo, base.pins, base.published)
 	seen := map[[32]byte]string{}
 	for _, tt := range tests {
 		a := baseRenderArgs()
 		tt.change(a)
-		got := renderInputs(a.cluster, a.repo, a.pins)
+		got := renderInputs(a.cluster, a.repo, a.pins, a.published)
 		switch {
 		case tt.same && got != want:
 			t.Errorf("%s: the inputs differ", tt.name)

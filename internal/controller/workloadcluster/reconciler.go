@@ -177,12 +177,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setFailed(cluster, err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
-	inputs := renderInputs(cluster, repo, pins)
+	inputs := renderInputs(cluster, repo, pins, published)
 	if held, ok := r.renderedBefore(cluster, inputs); ok {
-		// The same objects at the same versions as a render whose tree the last publish wrote:
-		// the same tree again (the periodic facts and bootstrap passes end here).
+		// The same inputs as a render whose tree the last publish wrote: the same tree again
+		// (status writes after a publish, and the periodic facts and bootstrap passes, end here).
+		metrics.Renders.WithLabelValues("reused").Inc()
 		return r.afterPublish(ctx, cluster, repo, fleet.Rendered{Held: held}.Kept(pins))
 	}
+	metrics.Renders.WithLabelValues("rendered").Inc()
 	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
 		setFailed(cluster, err)
@@ -217,7 +219,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.recordRefusedApproval(cluster, out.Approval)
 	}
 	if out.Proposal == nil {
-		r.remember(cluster, rendered.Digest)
+		// The next reconcile reads the revision on the branch now: with it, these pins give the
+		// same render (Hold keeps every pin it carries, and it carries exactly those this render
+		// kept), so they are remembered as that render's inputs. Unknown (zero), it renders.
+		var inputs [sha256.Size]byte
+		if out.Published != nil {
+			inputs = renderInputs(cluster, repo, pins, out.Published)
+		}
+		r.remember(cluster, rendered.Digest, inputs, rendered.Held)
 	}
 	return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 }
@@ -318,16 +327,14 @@ func skipsPublish(cluster *v1alpha1.WorkloadCluster) bool {
 	return cluster.Spec.Approval != v1alpha1.ApprovalManual && cluster.Status.DeployedPackages != nil && cluster.Status.ObservedGeneration == cluster.Generation
 }
 
-// remember records a publish of digest. Its render's inputs are not kept: the status write that
-// records the publish gives the cluster a new resourceVersion, so the next reconcile renders, and
-// upToDate keeps the inputs that gave digest then.
-func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string) {
+// remember records a publish of digest, rendered from inputs with held held back.
+func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) {
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
 	if r.published == nil {
 		r.published = map[client.ObjectKey]publishedDigest{}
 	}
-	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now()}
+	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now(), inputs: inputs, held: held}
 }
 
 func (r *Reconciler) forget(key client.ObjectKey) {

@@ -127,6 +127,11 @@ func TestBenchFileTransport(t *testing.T) {
 		if p.Requests.Total() != 0 {
 			t.Errorf("%s: requests %+v counted over file://", p.Name, p.Requests)
 		}
+		// A cluster renders for the publish, and the reconciles after it (its deployments'
+		// status writes) reuse that render.
+		if p.Rendered != p.Published {
+			t.Errorf("%s: %v renders (%v reused) for %v publishes, want one render per publish", p.Name, p.Rendered, p.Reused, p.Published)
+		}
 	}
 	if f := report.Floor; f.Clusters != 2 || f.Time <= 0 {
 		t.Errorf("git floor %+v, want 2 clusters timed", f)

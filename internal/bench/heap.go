@@ -23,14 +23,15 @@ func (b *run) heapProfile(ctx context.Context, name string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("heap profile of the controller: %w", err)
 	}
-	if err := os.WriteFile(heapProfilePath(b.o.HeapProfile, name), data, 0o644); err != nil {
+	path := heapProfilePath(b.o.HeapProfile, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return 0, err
 	}
 	live, err := inUse(data)
 	if err != nil {
 		return 0, fmt.Errorf("heap profile of the controller: %w", err)
 	}
-	b.progressf("%s: controller live heap %s (heap profile %s)", name, mib(live), heapProfilePath(b.o.HeapProfile, name))
+	b.progressf("%s: controller live heap %s (heap profile %s)", name, mib(live), path)
 	return live, nil
 }
 

@@ -50,21 +50,31 @@ func TestHold(t *testing.T) {
 	}
 }
 
-// A dependency the engine refuses has no pin: what depends on it is held back, not published
-// without its order.
-func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
+// renderCluster is a Config Sync cluster edge01 and its repository, for fleet.Render.
+func renderCluster() (*v1alpha1.WorkloadCluster, *v1alpha1.Repository) {
 	cluster := &v1alpha1.WorkloadCluster{}
 	cluster.Name = "edge01"
 	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
-	pin := func(name, ns string, deps ...string) render.Pin {
-		pd := &v1alpha1.PackageDeployment{}
-		pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns
-		for _, d := range deps {
-			pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
-		}
-		return render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
-			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "c", Directory: "/" + name}}
+	return cluster, repo
+}
+
+// renderPin is deployment name of the catalog's package name/v1, to namespace ns (empty: the
+// package's own), after deps.
+func renderPin(name, ns string, deps ...string) render.Pin {
+	pd := &v1alpha1.PackageDeployment{}
+	pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns
+	for _, d := range deps {
+		pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
 	}
+	return render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
+		Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "c", Directory: "/" + name}}
+}
+
+// A dependency the engine refuses has no pin: what depends on it is held back, not published
+// without its order.
+func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
+	cluster, repo := renderCluster()
+	pin := renderPin
 	out, err := fleet.Render(cluster, repo, []render.Pin{pin("refused", "config-management-system"), pin("app", "", "refused"), pin("other", "")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +95,8 @@ func TestRenderHoldsDependentsOfRefusedDeployments(t *testing.T) {
 // give the same tree and hold back the same deployments: the WorkloadCluster reconciler remembers
 // a publish's inputs with that revision, so that reconcile does not render again.
 func TestRenderAgainWithWhatItPublished(t *testing.T) {
-	cluster := &v1alpha1.WorkloadCluster{}
-	cluster.Name = "edge01"
-	repo := &v1alpha1.Repository{Spec: v1alpha1.RepositorySpec{Git: &v1alpha1.GitRepository{URL: "https://git.example/edge01.git", Branch: "main", Directory: "/"}}}
-	pin := func(name, ns string, deps ...string) render.Pin {
-		pd := &v1alpha1.PackageDeployment{}
-		pd.Name, pd.Namespace, pd.Spec.Namespace = name, "fleet", ns
-		for _, d := range deps {
-			pd.Spec.DependsOn = append(pd.Spec.DependsOn, v1alpha1.LocalObjectReference{Name: d})
-		}
-		return render.Pin{Deployment: pd, RepoURL: "https://git.example/catalog.git", Branch: "main",
-			Resolved: v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 1, Tag: name + "/v1", Commit: "c", Directory: "/" + name}}
-	}
+	cluster, repo := renderCluster()
+	pin := renderPin
 	pins := []render.Pin{pin("crds", ""), pin("app", "", "crds"), pin("top", "", "app"), pin("lone", "", "gone"),
 		pin("after", "", "lone"), pin("kept", "", "gone"), pin("refused", "config-management-system"), pin("late", "", "refused")}
 	for _, before := range []*v1alpha1.DeployedPackagesStatus{

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,4 +103,42 @@ func TestBasicAuthFromSecret(t *testing.T) {
 	logs := testenv.Logs()
 	g.Expect(logs).To(ContainSubstring("authentication failed"), "the failure is logged")
 	g.Expect(logs).NotTo(ContainSubstring(password))
+}
+
+// A cluster that could not publish for a while (its credentials Secret gone) is Ready again once
+// the Secret is back, although it publishes nothing: the branch already holds what it would
+// publish. Ready must not stay on the failure until the next verification, minutes later.
+func TestReadyAgainWhenTheFailureIsOver(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	secret := func() *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: f.ns},
+			StringData: map[string]string{"username": "flotilla", "password": "any"},
+		}
+	}
+	f.create(secret())
+	f.repository("catalog")
+	f.repository("edge01", func(r *v1alpha1.Repository) { r.Spec.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-creds"} })
+	f.cluster()
+	f.deployment("edge01-nginx", "nginx-hello", "v1")
+	c := f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v1"}))
+	conds := func() []metav1.Condition { return c.Status.Conditions }
+	f.condition(c, conds, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	commit := c.Status.DeployedPackages.Commit
+	touch := func(v string) {
+		f.update(c, func() { metav1.SetMetaDataAnnotation(&c.ObjectMeta, "test.flotilla.dev/touch", v) })
+	}
+
+	g.Expect(env.Client.Delete(f.ctx, secret())).To(Succeed())
+	touch("secret gone")
+	msg := f.condition(c, conds, v1alpha1.ConditionReady, metav1.ConditionFalse, "SecretInvalid").Message
+	g.Expect(msg).To(ContainSubstring("git-creds not found"))
+
+	f.create(secret())
+	touch("secret back")
+	msg = f.condition(c, conds, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published").Message
+	g.Expect(msg).To(ContainSubstring(c.Status.DeployedPackages.Tag + " is published"))
+	g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionStalled)).To(BeNil())
+	g.Expect(gittest.Branches(t, f.edge)["main"]).To(Equal(commit), "nothing was published again")
 }

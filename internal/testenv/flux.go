@@ -1,14 +1,17 @@
 package testenv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Workload is a workload cluster for end-to-end tests: its own API server, with Flux's
@@ -61,11 +64,7 @@ func (w *Workload) DumpLogs(out io.Writer, title string) {
 		if err != nil {
 			continue
 		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		fmt.Fprintf(out, "--- %s: last lines of %s\n%s\n", title, filepath.Base(w.flux.log(p)), strings.Join(lines, "\n"))
+		fmt.Fprintf(out, "--- %s: last lines of %s\n%s\n", title, filepath.Base(w.flux.log(p)), tail(b, 40))
 	}
 }
 
@@ -73,12 +72,22 @@ func (w *Workload) DumpLogs(out io.Writer, title string) {
 type flux struct {
 	dir   string
 	procs []*exec.Cmd
+	// exited[i] is closed when procs[i] has exited.
+	exited []chan struct{}
 }
 
 func (f *flux) log(p *exec.Cmd) string { return filepath.Join(f.dir, filepath.Base(p.Path)+".log") }
 
+// fluxStartAttempts bounds how often startFlux picks new addresses. The addresses are free when
+// chosen and bound by the controllers a moment later; in between, any process on the machine
+// can take one (an outgoing connection's ephemeral port is enough), and a controller that cannot
+// bind one of its addresses exits.
+const fluxStartAttempts = 5
+
 // startFlux runs the controllers against the API server kubeconfig reaches, each on addresses of
-// its own, with storage and logs under dir.
+// its own, with storage and logs under dir, and returns once both serve their health probes and
+// source-controller serves its artifacts. A controller that exits because another process took
+// one of its addresses is started again on new ones.
 func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
@@ -88,6 +97,22 @@ func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 	if err := os.MkdirAll(storagePath, 0o755); err != nil {
 		return nil, err
 	}
+	var err error
+	for range fluxStartAttempts {
+		var f *flux
+		if f, err = startFluxOnce(bin, dir, kc, storagePath); err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, errAddrTaken) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+var errAddrTaken = errors.New("an address was taken before the controller bound it")
+
+func startFluxOnce(bin, dir, kc, storagePath string) (*flux, error) {
 	addrs, err := freeAddrs(5)
 	if err != nil {
 		return nil, err
@@ -116,15 +141,96 @@ func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 			f.stop()
 			return nil, fmt.Errorf("start %s: %w", p.Path, err)
 		}
+		exited := make(chan struct{})
+		go func() { _ = p.Wait(); close(exited) }()
+		f.exited = append(f.exited, exited)
 	}
-	return f, nil
+	// Ready: both health probes answer 200, source-controller's artifact server accepts
+	// connections, and both processes still run afterwards (a probe answered by someone else's
+	// server on a taken port is caught by the controller's exit).
+	ready := func() bool {
+		return healthy(addrs[1]) && healthy(addrs[4]) && accepts(addrs[2])
+	}
+	deadline := time.Now().Add(fluxStartTimeout)
+	for time.Now().Before(deadline) {
+		for i, p := range f.procs {
+			select {
+			case <-f.exited[i]:
+				f.stop()
+				b, _ := os.ReadFile(f.log(p))
+				if bytes.Contains(b, []byte("address already in use")) {
+					return nil, fmt.Errorf("%s: %w", filepath.Base(p.Path), errAddrTaken)
+				}
+				return nil, fmt.Errorf("%s exited at start: %s", filepath.Base(p.Path), tail(b, 10))
+			default:
+			}
+		}
+		if ready() {
+			time.Sleep(200 * time.Millisecond)
+			if f.running() {
+				return f, nil
+			}
+			continue // the loop above reports which one exited
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.stop()
+	return nil, fmt.Errorf("the Flux controllers did not serve their probes within %s (logs in %s)", fluxStartTimeout, dir)
+}
+
+// fluxStartTimeout bounds the wait for the controllers' probes; they answer within a second or
+// two on an idle machine.
+const fluxStartTimeout = 60 * time.Second
+
+func (f *flux) running() bool {
+	for _, e := range f.exited {
+		select {
+		case <-e:
+			return false
+		default:
+		}
+	}
+	return true
 }
 
 func (f *flux) stop() {
-	for _, p := range f.procs {
+	for i, p := range f.procs {
 		_ = p.Process.Kill()
-		_ = p.Wait()
+		if i < len(f.exited) {
+			<-f.exited[i]
+		} else {
+			_ = p.Wait()
+		}
 	}
+}
+
+// healthy reports whether a controller-runtime health probe at addr answers 200.
+func healthy(addr string) bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + "/healthz") //nolint:noctx // a probe, as the kubelet's
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// accepts reports whether something listens at addr.
+func accepts(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // freeAddrs returns n distinct local addresses free now. The listeners are held until all n are

@@ -182,6 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The same inputs as a render whose tree the last publish wrote: the same tree again
 		// (status writes after a publish, and the periodic facts and bootstrap passes, end here).
 		metrics.Renders.WithLabelValues("reused").Inc()
+		setStillPublished(cluster, published, pins)
 		return r.afterPublish(ctx, cluster, repo, fleet.Rendered{Held: held}.Kept(pins))
 	}
 	metrics.Renders.WithLabelValues("rendered").Inc()
@@ -191,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if r.upToDate(cluster, rendered.Digest, inputs, rendered.Held) {
+		setStillPublished(cluster, published, pins)
 		return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 	}
 	start := time.Now()

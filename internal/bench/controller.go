@@ -99,6 +99,36 @@ func startController(argv, flags, env []string, logPath string) (*controllerProc
 	return p, nil
 }
 
+var errAddrTaken = errors.New("another process took the address")
+
+// serving waits until the controller serves its metrics. It returns errAddrTaken when the
+// controller exited because one of its addresses was in use.
+func (p *controllerProc) serving(timeout time.Duration) error {
+	c := http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			if b, _ := os.ReadFile(p.logPath); strings.Contains(string(b), "address already in use") {
+				return fmt.Errorf("%w: %s", errAddrTaken, tail(p.logPath, 5))
+			}
+			return p.exited()
+		default:
+		}
+		resp, err := c.Get(p.metrics) //nolint:noctx // a probe
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return fmt.Errorf("the controller did not serve its metrics within %s; its log: %s%s", timeout, p.logPath, tail(p.logPath, 20))
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

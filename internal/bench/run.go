@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -254,12 +255,31 @@ func (b *run) startShard(k int) error {
 	if b.o.MemoryLimit != "" {
 		env = append(env, "GOMEMLIMIT="+b.o.MemoryLimit)
 	}
-	p, err := startController(b.o.Controller, b.controllerArgs(k), env, log)
-	if err != nil {
-		return err
+	// The controller's ports are free when chosen and bound a moment later; another process can
+	// take one in between (an outgoing connection's ephemeral port is enough), and the controller
+	// exits. Then it starts again on new ports.
+	for attempt := 1; ; attempt++ {
+		p, err := startController(b.o.Controller, b.controllerArgs(k), env, log)
+		if err != nil {
+			return err
+		}
+		err = p.serving(time.Minute)
+		if err == nil {
+			b.ctrl.procs = append(b.ctrl.procs, p)
+			return nil
+		}
+		if !errors.Is(err, errAddrTaken) || attempt == 5 {
+			return err
+		}
+		b.progressf("the controller could not bind its address, starting it again: %v", err)
+		if b.pprofAddr != "" {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			b.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
+		}
 	}
-	b.ctrl.procs = append(b.ctrl.procs, p)
-	return nil
 }
 
 // bump moves the first set's blueprint from v1 to v2.

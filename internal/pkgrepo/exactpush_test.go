@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -28,34 +29,15 @@ import (
 //     number after it;
 //   - the repository emptied: the publish fails with ErrRemoteEmptied and writes nothing.
 func TestPublishBuildsOnTheMirror(t *testing.T) {
-	var mu sync.Mutex
-	var requests []string
 	var emptied atomic.Bool
-	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			what := r.Method + " " + r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-			if s := r.URL.Query().Get("service"); s != "" {
-				what += "?" + s
-			}
-			mu.Lock()
-			requests = append(requests, what)
-			mu.Unlock()
-			next.ServeHTTP(w, r)
-		})
-	}), gittest.WithRedirect(&emptied, "edge01", "void"))
+	record, taken := recordRequests()
+	srv := gittest.NewServer(t, record, gittest.WithRedirect(&emptied, "edge01", "void"))
 	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
 	dir := srv.Dir("edge01")
 	srv.CreateRepo(t, "void")
-	taken := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := requests
-		requests = nil
-		return out
-	}
 	fetchedFirst := func(when string, got []string) {
 		t.Helper()
-		if !slices.Contains(got, "POST git-upload-pack") && !slices.Contains(got, "GET refs?git-upload-pack") {
+		if !fetched(got) {
 			t.Errorf("%s: requests %v; want a fetch", when, got)
 		}
 	}
@@ -167,5 +149,86 @@ func TestPublishOnAStaleMirrorReadsTheRemote(t *testing.T) {
 	}
 	if refs := gittest.Tags(t, srv.Dir("void")); len(refs) != 0 {
 		t.Errorf("the emptied repository got tags %v", refs)
+	}
+}
+
+// recordRequests is a git server option that records each request as "METHOD last-path-element"
+// (with "?service" for an advertisement), and a function that returns the requests recorded
+// since it was last called.
+func recordRequests() (gittest.Option, func() []string) {
+	var mu sync.Mutex
+	var requests []string
+	record := gittest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			what := r.Method + " " + r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+			if s := r.URL.Query().Get("service"); s != "" {
+				what += "?" + s
+			}
+			mu.Lock()
+			requests = append(requests, what)
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	})
+	return record, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := requests
+		requests = nil
+		return out
+	}
+}
+
+// fetched tells whether requests hold a fetch (or the advertisement that starts one).
+func fetched(requests []string) bool {
+	return slices.Contains(requests, "POST git-upload-pack") || slices.Contains(requests, "GET refs?git-upload-pack")
+}
+
+// TestPublishAfterAPoll: a publish on a mirror this process fetched (a Repository's poll), but
+// never pushed to, builds on the mirror too: the push's advertisement and the push, no fetch
+// first. A server that offers no atomic push is found out by the first publish, which then
+// fetches and pushes with go-git's push; from then on every publish fetches first, without
+// trying the exact push again.
+func TestPublishAfterAPoll(t *testing.T) {
+	record, taken := recordRequests()
+	srv := gittest.NewServer(t, record)
+	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "edge01")}
+	store := pkgrepo.NewStore(t.TempDir())
+	if _, err := store.Refresh(context.Background(), remote); err != nil {
+		t.Fatal(err)
+	}
+	taken()
+	first := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
+	if diff := cmp.Diff([]string{"GET refs?git-receive-pack", "POST git-receive-pack"}, taken()); diff != "" {
+		t.Errorf("a publish on a mirror a poll fetched: requests (-want +got):\n%s", diff)
+	}
+	if first.Revision != 1 || gittest.Branches(t, srv.Dir("edge01"))["main"] != first.Commit {
+		t.Errorf("first publish = %+v; want v1 on main", first)
+	}
+
+	remote = pkgrepo.Remote{URL: srv.CreateRepo(t, "old")}
+	if out, err := exec.Command("git", "-C", srv.Dir("old"), "config", "receive.advertiseAtomic", "false").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v: %s", err, out)
+	}
+	if _, err := store.Refresh(context.Background(), remote); err != nil {
+		t.Fatal(err)
+	}
+	taken()
+	// The first publish asks for one more advertisement for the push than the second: the exact
+	// push's, which finds the server does not take it, before go-git's push.
+	var advertisements []int
+	for i, files := range [][]string{{"a"}, {"a", "b"}} {
+		res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles(files...)})
+		if res.Revision != i+1 || gittest.Branches(t, srv.Dir("old"))["main"] != res.Commit {
+			t.Errorf("publish %d to a server without atomic pushes = %+v; want v%d on main", i+1, res, i+1)
+		}
+		got := taken()
+		if !fetched(got) {
+			t.Errorf("publish %d to a server without atomic pushes: requests %v; want a fetch", i+1, got)
+		}
+		advertisements = append(advertisements, strings.Count(strings.Join(got, ","), "GET refs?git-receive-pack"))
+	}
+	if advertisements[0] != advertisements[1]+1 {
+		t.Errorf("advertisements for the push, first and second publish: %v; want one fewer the second time", advertisements)
 	}
 }

@@ -31,8 +31,9 @@ type plan struct {
 }
 
 // update asks build for a plan against the mirror and pushes it. The mirror is fetched first,
-// unless fetchFirst is false and this process fetched it with the same credentials before and
-// the server took an exact push (pushExact): then the push is the check. It starts from the
+// unless fetchFirst is false and this process fetched or pushed it with the same credentials
+// before and the server is not known to refuse atomic pushes: then the push (pushExact) is the
+// check. It starts from the
 // server's advertisement, goes ahead only if the remote's refs are exactly the mirror's, and
 // names as each ref's old value what the mirror holds, so the server refuses it, all of it, if a
 // ref moved after all. A push found stale, or refused while the remote's refs moved (someone else
@@ -47,7 +48,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 				return PublishResult{}, err
 			}
 		}
-		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || !m.exactPush
+		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || m.noAtomic
 		p, digest, err := s.prepare(ctx, m, ep, fetch, build)
 		if err == nil && !fetch && len(p.refspecs) == 0 {
 			// Nothing to write, by the mirror: the remote may say otherwise (a publish that
@@ -113,21 +114,27 @@ func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func()
 // branch never moves without its tag. Where the server offers atomic pushes, it is pushExact;
 // else, on a mirror fetched for this plan (fetched), go-git's push, whose non-force refspecs are
 // checked against the refs the server advertises (which detects most concurrent pushes; the
-// server checks them again under its ref locks), and every later publish fetches first.
+// server checks them again under its ref locks), and every later publish fetches first and
+// pushes so.
 func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec, fetched bool) error {
 	defer m.forget() // a push updates the mirror's refs too
 	opts, err := m.transportOptions(ep)
 	if err != nil {
 		return err
 	}
-	err = m.pushExact(ctx, ep, opts, refspecs)
-	if !errors.Is(err, errNoAtomic) {
-		m.exactPush = err == nil || m.exactPush
-		return err
+	if !m.noAtomic {
+		err = m.pushExact(ctx, ep, opts, refspecs)
+		switch {
+		case errors.Is(err, errNoAtomic):
+			m.noAtomic = true // until the process restarts: a server's capabilities rarely change
+		case errors.Is(err, errNoCapabilities):
+			// An empty repository whose server lists no capabilities for it: go-git's push, this once.
+		default:
+			return err
+		}
 	}
-	m.exactPush = false
 	if !fetched {
-		return err // built on the mirror unfetched: only an exact push may carry that
+		return errNoAtomic // built on the mirror unfetched: only an exact push may carry that
 	}
 	err = m.remote(ep).PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
@@ -165,6 +172,10 @@ func advertisedRefs(adv *packp.AdvRefs) map[plumbing.ReferenceName]plumbing.Hash
 // errNoAtomic: the server does not offer atomic pushes.
 var errNoAtomic = errors.New("the server does not offer atomic pushes")
 
+// errNoCapabilities: the server advertised nothing, not even its capabilities (an empty
+// repository, on some servers).
+var errNoCapabilities = errors.New("the server advertised no capabilities")
+
 // errStale: the remote's refs are not the mirror's; nothing was pushed.
 var errStale = errors.New("the remote's refs changed since the mirror was fetched")
 
@@ -201,7 +212,10 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return err
 	}
-	if adv == nil || !adv.Capabilities.Supports(capability.Atomic) {
+	if adv == nil {
+		return errNoCapabilities
+	}
+	if !adv.Capabilities.Supports(capability.Atomic) {
 		return errNoAtomic
 	}
 	remote := advertisedRefs(adv)

@@ -82,9 +82,10 @@ type mirror struct {
 	dir     string
 	repo    *git.Repository
 	fetched time.Time // zero: never fetched by this process
-	// exactPush: the server took a push of pushExact, so a publish may build on the mirror
-	// without fetching first (the push refuses what another writer made stale).
-	exactPush  bool
+	// noAtomic: the server offers no atomic push, so a publish fetches first and pushes with
+	// go-git's push. Until then a publish builds on the mirror as this process last fetched or
+	// pushed it, without fetching first: pushExact refuses what another writer made stale.
+	noAtomic   bool
 	credential string // fingerprint of the credentials of the last fetch
 
 	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a

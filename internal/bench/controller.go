@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
 // controllerProc is the flotilla controller, run as a child process so its memory and CPU are its
@@ -99,18 +101,16 @@ func startController(argv, flags, env []string, logPath string) (*controllerProc
 	return p, nil
 }
 
-var errAddrTaken = errors.New("another process took the address")
-
-// serving waits until the controller serves its metrics. It returns errAddrTaken when the
-// controller exited because one of its addresses was in use.
+// serving waits until the controller serves its metrics. It returns testenv.ErrAddrTaken when
+// the controller exited because one of its addresses was in use.
 func (p *controllerProc) serving(timeout time.Duration) error {
 	c := http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			if b, _ := os.ReadFile(p.logPath); strings.Contains(string(b), "address already in use") {
-				return fmt.Errorf("%w: %s", errAddrTaken, tail(p.logPath, 5))
+			if b, _ := os.ReadFile(p.logPath); testenv.AddrTaken(b) {
+				return fmt.Errorf("%w: %s", testenv.ErrAddrTaken, tail(p.logPath, 5))
 			}
 			return p.exited()
 		default:
@@ -217,11 +217,7 @@ func tail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "\n  " + strings.Join(lines, "\n  ")
+	return "\n  " + strings.Join(testenv.LastLines(b, n), "\n  ")
 }
 
 // reading is what a process reported last.

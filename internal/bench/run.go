@@ -268,7 +268,7 @@ func (b *run) startShard(k int) error {
 			b.ctrl.procs = append(b.ctrl.procs, p)
 			return nil
 		}
-		if !errors.Is(err, errAddrTaken) || attempt == 5 {
+		if !errors.Is(err, testenv.ErrAddrTaken) || attempt == testenv.StartAttempts {
 			return err
 		}
 		b.progressf("the controller could not bind its address, starting it again: %v", err)

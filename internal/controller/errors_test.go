@@ -106,8 +106,9 @@ func TestBasicAuthFromSecret(t *testing.T) {
 }
 
 // A cluster that could not publish for a while (its credentials Secret gone) is Ready again once
-// the Secret is back, although it publishes nothing: the branch already holds what it would
-// publish. Ready must not stay on the failure until the next verification, minutes later.
+// the Secret is back: the reconcile after a failure publishes again rather than trusting the
+// publish before it, finds the branch holding what it would publish, and writes nothing. Ready
+// must not stay on the failure until the next verification, minutes later.
 func TestReadyAgainWhenTheFailureIsOver(t *testing.T) {
 	f := newFixture(t)
 	g := f.g

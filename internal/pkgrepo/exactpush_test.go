@@ -17,9 +17,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
-// TestPublishBuildsOnTheMirror: once this process has fetched a repository and the server took
-// an exact push, a publish builds on the mirror and pushes without fetching first (the push's
-// advertisement and the push: two requests). The push names every ref's old value as the mirror
+// TestPublishBuildsOnTheMirror: once this process has fetched or pushed a repository, a publish
+// builds on the mirror and pushes without fetching first (the push's advertisement and the push:
+// two requests). The push names every ref's old value as the mirror
 // holds it, so whatever another writer did meanwhile is refused by the server, and the next
 // attempt fetches and builds again:
 //   - a commit on the branch: the revision lands on top of it;
@@ -37,7 +37,7 @@ func TestPublishBuildsOnTheMirror(t *testing.T) {
 	srv.CreateRepo(t, "void")
 	fetchedFirst := func(when string, got []string) {
 		t.Helper()
-		if !fetched(got) {
+		if !madeFetch(got) {
 			t.Errorf("%s: requests %v; want a fetch", when, got)
 		}
 	}
@@ -116,7 +116,7 @@ func TestPublishOnAStaleMirrorReadsTheRemote(t *testing.T) {
 	store := pkgrepo.NewStore(t.TempDir())
 	ctx := context.Background()
 	first := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a")})
-	publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")}) // an exact push: the next may skip its fetch
+	publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")}) // the next builds on the mirror
 
 	gittest.MoveTag(t, dir, dp+"/v7", first.Commit)
 	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("c")})
@@ -179,14 +179,15 @@ func recordRequests() (gittest.Option, func() []string) {
 	}
 }
 
-// fetched tells whether requests hold a fetch (or the advertisement that starts one).
-func fetched(requests []string) bool {
+// madeFetch tells whether requests hold a fetch (or the advertisement that starts one).
+func madeFetch(requests []string) bool {
 	return slices.Contains(requests, "POST git-upload-pack") || slices.Contains(requests, "GET refs?git-upload-pack")
 }
 
 // TestPublishAfterAPoll: a publish on a mirror this process fetched (a Repository's poll), but
 // never pushed to, builds on the mirror too: the push's advertisement and the push, no fetch
-// first. A server that offers no atomic push is found out by the first publish, which then
+// first; another writer's commit since the poll is found by the push, and other credentials
+// than the poll's fetch first. A server that offers no atomic push is found out by the first publish, which then
 // fetches and pushes with go-git's push; from then on every publish fetches first, without
 // trying the exact push again.
 func TestPublishAfterAPoll(t *testing.T) {
@@ -206,6 +207,30 @@ func TestPublishAfterAPoll(t *testing.T) {
 		t.Errorf("first publish = %+v; want v1 on main", first)
 	}
 
+	// Another writer's commit between a poll and the publish: the exact push is refused, and the
+	// publish fetches and lands on top of it.
+	dir := srv.Dir("edge01")
+	if _, err := store.Refresh(context.Background(), remote); err != nil {
+		t.Fatal(err)
+	}
+	other := gittest.Commit(t, dir, "by-hand", map[string]string{"by-hand/x.yaml": "x: 1\n"})
+	taken()
+	second := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")})
+	if got := taken(); !madeFetch(got) {
+		t.Errorf("a publish after another writer's commit: requests %v; want a fetch", got)
+	}
+	if second.Revision != 2 || !gittest.IsAncestor(t, dir, other, second.Commit) {
+		t.Errorf("second publish = %+v; want v2 on top of the other writer's %s", second, other)
+	}
+
+	// Other credentials than those of the last fetch: the publish fetches first.
+	withAuth := remote
+	withAuth.Auth = pkgrepo.Auth{Username: "someone", Password: "else"}
+	publish(t, store, withAuth, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b", "c")})
+	if got := taken(); len(got) == 0 || got[0] != "GET refs?git-upload-pack" {
+		t.Errorf("a publish with other credentials: requests %v; want a fetch first", got)
+	}
+
 	remote = pkgrepo.Remote{URL: srv.CreateRepo(t, "old")}
 	if out, err := exec.Command("git", "-C", srv.Dir("old"), "config", "receive.advertiseAtomic", "false").CombinedOutput(); err != nil {
 		t.Fatalf("git config: %v: %s", err, out)
@@ -223,7 +248,7 @@ func TestPublishAfterAPoll(t *testing.T) {
 			t.Errorf("publish %d to a server without atomic pushes = %+v; want v%d on main", i+1, res, i+1)
 		}
 		got := taken()
-		if !fetched(got) {
+		if !madeFetch(got) {
 			t.Errorf("publish %d to a server without atomic pushes: requests %v; want a fetch", i+1, got)
 		}
 		advertisements = append(advertisements, strings.Count(strings.Join(got, ","), "GET refs?git-receive-pack"))

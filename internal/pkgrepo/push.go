@@ -32,11 +32,10 @@ type plan struct {
 
 // update asks build for a plan against the mirror and pushes it. The mirror is fetched first,
 // unless fetchFirst is false and this process fetched or pushed it with the same credentials
-// before and the server is not known to refuse atomic pushes: then the push (pushExact) is the
-// check. It starts from the
-// server's advertisement, goes ahead only if the remote's refs are exactly the mirror's, and
-// names as each ref's old value what the mirror holds, so the server refuses it, all of it, if a
-// ref moved after all. A push found stale, or refused while the remote's refs moved (someone else
+// before and the server was not found to lack atomic pushes: then the push (pushExact) is the
+// check. It starts from the server's advertisement, goes ahead only if the remote's refs are
+// exactly the mirror's, and names as each ref's old value what the mirror holds, so the server
+// refuses it, all of it, if a ref moved after all. A push found stale, or refused while the remote's refs moved (someone else
 // pushed), is retried with a fetch: build runs again on the new state, so the other writer's
 // commit becomes the parent of ours. A push that fails while nothing moved is returned as is.
 func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst bool, build func() (plan, error)) (PublishResult, error) {
@@ -48,7 +47,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 				return PublishResult{}, err
 			}
 		}
-		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || m.noAtomic
+		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || m.atomicRefused()
 		p, digest, err := s.prepare(ctx, m, ep, fetch, build)
 		if err == nil && !fetch && len(p.refspecs) == 0 {
 			// Nothing to write, by the mirror: the remote may say otherwise (a publish that
@@ -122,13 +121,14 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 	if err != nil {
 		return err
 	}
-	if !m.noAtomic {
+	if !m.atomicRefused() {
 		err = m.pushExact(ctx, ep, opts, refspecs)
 		switch {
 		case errors.Is(err, errNoAtomic):
-			m.noAtomic = true // until the process restarts: a server's capabilities rarely change
+			m.noAtomicAt = time.Now()
 		case errors.Is(err, errNoCapabilities):
-			// An empty repository whose server lists no capabilities for it: go-git's push, this once.
+			// An empty repository whose server advertises no capabilities for it (the mirror is
+			// empty too): go-git's push, this once.
 		default:
 			return err
 		}
@@ -172,8 +172,19 @@ func advertisedRefs(adv *packp.AdvRefs) map[plumbing.ReferenceName]plumbing.Hash
 // errNoAtomic: the server does not offer atomic pushes.
 var errNoAtomic = errors.New("the server does not offer atomic pushes")
 
-// errNoCapabilities: the server advertised nothing, not even its capabilities (an empty
-// repository, on some servers).
+// atomicRecheck is how long a mirror whose server offered no atomic push fetches before every
+// publish and pushes with go-git's push, before it tries the exact push again (a server upgraded,
+// or a load balancer in front of mixed servers).
+const atomicRecheck = time.Hour
+
+// atomicRefused reports whether the mirror's server was found to offer no atomic push, less than
+// atomicRecheck ago.
+func (m *mirror) atomicRefused() bool {
+	return !m.noAtomicAt.IsZero() && time.Since(m.noAtomicAt) < atomicRecheck
+}
+
+// errNoCapabilities: the server advertised nothing, not even its capabilities, for an empty
+// repository the mirror holds nothing of.
 var errNoCapabilities = errors.New("the server advertised no capabilities")
 
 // errStale: the remote's refs are not the mirror's; nothing was pushed.
@@ -212,7 +223,13 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return err
 	}
-	if adv == nil {
+	if adv == nil || (adv.IsEmpty() && adv.Capabilities.IsEmpty()) {
+		// Nothing advertised, not even capabilities: an empty repository, on some servers (go-git
+		// gives no advertisement at all over HTTP). Where the mirror holds refs, the remote lost
+		// them: a fetch finds out (ErrRemoteEmptied), nothing is pushed.
+		if len(held) > 0 {
+			return errStale
+		}
 		return errNoCapabilities
 	}
 	if !adv.Capabilities.Supports(capability.Atomic) {

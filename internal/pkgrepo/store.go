@@ -82,10 +82,11 @@ type mirror struct {
 	dir     string
 	repo    *git.Repository
 	fetched time.Time // zero: never fetched by this process
-	// noAtomic: the server offers no atomic push, so a publish fetches first and pushes with
-	// go-git's push. Until then a publish builds on the mirror as this process last fetched or
-	// pushed it, without fetching first: pushExact refuses what another writer made stale.
-	noAtomic   bool
+	// noAtomicAt is when the server was found to offer no atomic push (zero: not found): for
+	// atomicRecheck after it, a publish fetches first and pushes with go-git's push. Otherwise a
+	// publish builds on the mirror as this process last fetched or pushed it, without fetching
+	// first: pushExact refuses what another writer made stale.
+	noAtomicAt time.Time
 	credential string // fingerprint of the credentials of the last fetch
 
 	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a

@@ -2,8 +2,6 @@ package pkgrepo_test
 
 import (
 	"context"
-	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/flotilla-dev/flotilla/internal/gittest"
@@ -16,16 +14,8 @@ import (
 // annotated and a deleted tag) makes the next refresh fetch, and the mirror then resolves as the
 // remote does.
 func TestRefreshOfAnUnchangedRemoteOnlyLists(t *testing.T) {
-	var mu sync.Mutex
-	var requests []string
-	srv := gittest.NewServer(t, gittest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			requests = append(requests, r.Method+" "+r.URL.Path)
-			mu.Unlock()
-			next.ServeHTTP(w, r)
-		})
-	}))
+	record, taken := recordRequests()
+	srv := gittest.NewServer(t, record)
 	remote := pkgrepo.Remote{URL: srv.CreateRepo(t, "catalog")}
 	dir := srv.Dir("catalog")
 	v1 := gittest.Commit(t, dir, "app", map[string]string{"app/Kptfile": kptfile}, "app/v1")
@@ -35,16 +25,12 @@ func TestRefreshOfAnUnchangedRemoteOnlyLists(t *testing.T) {
 
 	refresh := func(when string) (pkgrepo.Snapshot, []string) {
 		t.Helper()
-		mu.Lock()
-		requests = nil
-		mu.Unlock()
+		taken()
 		snap, err := store.Refresh(ctx, remote)
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		return snap, requests
+		return snap, taken()
 	}
 	resolves := func(when, revision, want string) {
 		t.Helper()
@@ -55,7 +41,7 @@ func TestRefreshOfAnUnchangedRemoteOnlyLists(t *testing.T) {
 	}
 	onlyListed := func(when string, made []string) {
 		t.Helper()
-		if len(made) != 1 || made[0] != "GET /catalog.git/info/refs" {
+		if len(made) != 1 || made[0] != "GET refs?git-upload-pack" {
 			t.Errorf("%s: requests %q; want the ref advertisement alone", when, made)
 		}
 	}
@@ -64,13 +50,13 @@ func TestRefreshOfAnUnchangedRemoteOnlyLists(t *testing.T) {
 	// needs none).
 	fetched := func(when string, made []string) {
 		t.Helper()
-		if len(made) < 2 || made[1] != "GET /catalog.git/info/refs" {
+		if len(made) < 2 || made[1] != "GET refs?git-upload-pack" {
 			t.Errorf("%s: requests %q; want the list, then a fetch", when, made)
 		}
 	}
 
 	first, made := refresh("the first refresh")
-	if len(made) != 2 || made[1] != "POST /catalog.git/git-upload-pack" {
+	if len(made) != 2 || made[1] != "POST git-upload-pack" {
 		t.Errorf("the first refresh: requests %q; want a fetch alone (no list first)", made)
 	}
 	again, made := refresh("a refresh of the unchanged remote")

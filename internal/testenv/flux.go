@@ -64,7 +64,7 @@ func (w *Workload) DumpLogs(out io.Writer, title string) {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(out, "--- %s: last lines of %s\n%s\n", title, filepath.Base(w.flux.log(p)), tail(b, 40))
+		fmt.Fprintf(out, "--- %s: last lines of %s\n%s\n", title, filepath.Base(w.flux.log(p)), strings.Join(LastLines(b, 40), "\n"))
 	}
 }
 
@@ -78,11 +78,28 @@ type flux struct {
 
 func (f *flux) log(p *exec.Cmd) string { return filepath.Join(f.dir, filepath.Base(p.Path)+".log") }
 
-// fluxStartAttempts bounds how often startFlux picks new addresses. The addresses are free when
-// chosen and bound by the controllers a moment later; in between, any process on the machine
-// can take one (an outgoing connection's ephemeral port is enough), and a controller that cannot
-// bind one of its addresses exits.
-const fluxStartAttempts = 5
+// StartAttempts bounds how often a test starts a process again on new addresses. Addresses are
+// free when chosen and bound by the process a moment later; in between, any process on the
+// machine can take one (an outgoing connection's ephemeral port is enough), and a process that
+// cannot bind one of its addresses exits (see AddrTaken).
+const StartAttempts = 5
+
+// ErrAddrTaken is why a process exited at start when AddrTaken says so: start it again on new
+// addresses.
+var ErrAddrTaken = errors.New("another process took an address before the process bound it")
+
+// AddrTaken reports whether a process's log says it could not bind an address another process
+// had taken.
+func AddrTaken(log []byte) bool { return bytes.Contains(log, []byte("address already in use")) }
+
+// LastLines returns the last n lines of log.
+func LastLines(log []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
 
 // startFlux runs the controllers against the API server kubeconfig reaches, each on addresses of
 // its own, with storage and logs under dir, and returns once both serve their health probes and
@@ -98,19 +115,17 @@ func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 		return nil, err
 	}
 	var err error
-	for range fluxStartAttempts {
+	for range StartAttempts {
 		var f *flux
 		if f, err = startFluxOnce(bin, dir, kc, storagePath); err == nil {
 			return f, nil
 		}
-		if !errors.Is(err, errAddrTaken) {
+		if !errors.Is(err, ErrAddrTaken) {
 			return nil, err
 		}
 	}
 	return nil, err
 }
-
-var errAddrTaken = errors.New("an address was taken before the controller bound it")
 
 func startFluxOnce(bin, dir, kc, storagePath string) (*flux, error) {
 	addrs, err := freeAddrs(5)
@@ -158,10 +173,11 @@ func startFluxOnce(bin, dir, kc, storagePath string) (*flux, error) {
 			case <-f.exited[i]:
 				f.stop()
 				b, _ := os.ReadFile(f.log(p))
-				if bytes.Contains(b, []byte("address already in use")) {
-					return nil, fmt.Errorf("%s: %w", filepath.Base(p.Path), errAddrTaken)
+				last := strings.Join(LastLines(b, 10), "\n")
+				if AddrTaken(b) {
+					return nil, fmt.Errorf("%s: %w: %s", filepath.Base(p.Path), ErrAddrTaken, last)
 				}
-				return nil, fmt.Errorf("%s exited at start: %s", filepath.Base(p.Path), tail(b, 10))
+				return nil, fmt.Errorf("%s exited at start: %s", filepath.Base(p.Path), last)
 			default:
 			}
 		}
@@ -223,14 +239,6 @@ func accepts(addr string) bool {
 	}
 	_ = c.Close()
 	return true
-}
-
-func tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // freeAddrs returns n distinct local addresses free now. The listeners are held until all n are

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/render"
@@ -112,5 +113,35 @@ func TestRenderInputs(t *testing.T) {
 			}
 			seen[got] = tt.name
 		}
+	}
+}
+
+// TestLastPublishStandsInForTheBranchTheStatusNames: a reconcile skips a render or a publish on
+// the strength of the last publish only while the cluster's status names the commit that publish
+// left (a status write that failed after it leaves the status behind), and not after a failure
+// forgot it.
+func TestLastPublishStandsInForTheBranchTheStatusNames(t *testing.T) {
+	a := baseRenderArgs()
+	cluster := a.cluster
+	cluster.Status.ObservedGeneration = cluster.Generation
+	cluster.Status.DeployedPackages = &v1alpha1.DeployedPackagesStatus{Tag: "deployed-packages/v2", Commit: "c2"}
+	inputs := renderInputs(cluster, a.repo, a.pins, cluster.Status.DeployedPackages)
+	r := &Reconciler{}
+	r.remember(cluster, "digest", "c2", inputs, nil)
+	skips := func() (bool, bool) {
+		_, reused := r.renderedBefore(cluster, inputs)
+		return reused, r.upToDate(cluster, "digest", inputs, nil)
+	}
+	if reused, upToDate := skips(); !reused || !upToDate {
+		t.Fatalf("right after the publish: reused %v, up to date %v; want both", reused, upToDate)
+	}
+	cluster.Status.DeployedPackages.Commit = "c1" // the status write after the publish failed
+	if reused, upToDate := skips(); reused || upToDate {
+		t.Errorf("status behind the publish: reused %v, up to date %v; want neither", reused, upToDate)
+	}
+	cluster.Status.DeployedPackages.Commit = "c2"
+	r.forgetPublish(client.ObjectKeyFromObject(cluster))
+	if reused, upToDate := skips(); reused || upToDate {
+		t.Errorf("after a failure: reused %v, up to date %v; want neither", reused, upToDate)
 	}
 }

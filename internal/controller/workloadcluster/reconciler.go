@@ -80,6 +80,7 @@ const DefaultFactsInterval = 5 * time.Minute
 
 type publishedDigest struct {
 	digest string
+	commit string // the commit the publish left on the branch
 	at     time.Time
 	// inputs identify the objects of the last render that gave digest (see renderInputs), and
 	// held is what that render held back: the same inputs render the same tree.
@@ -132,13 +133,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
+	// A failure forgets the last publish: the reconcile after it renders and publishes (one
+	// request when nothing changed), which proves git and the credentials work again and sets
+	// Ready from what it finds, instead of trusting a publish made before the failure.
+	fail := func(err error) {
+		r.forgetPublish(req.NamespacedName)
+		setFailed(cluster, err)
+	}
 	repos := &repositories{r: r, namespace: cluster.Namespace}
 	repo, err := repos.get(ctx, cluster.Spec.Repository.Name)
 	if err == nil && repo.Spec.Git == nil {
 		err = gitremote.NotGit(repo)
 	}
 	if err != nil {
-		setFailed(cluster, err)
+		fail(err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
 	if other, err := r.otherWriter(ctx, cluster, repo); err != nil || other != nil {
@@ -156,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	remote, err := repos.remote(ctx, repo)
 	if err != nil {
-		setFailed(cluster, err)
+		fail(err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
 	if sets, err := r.setsPending(ctx, cluster); err != nil || sets > 0 {
@@ -174,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	pins, err := r.pins(ctx, cluster, repos, published)
 	if err != nil {
-		setFailed(cluster, err)
+		fail(err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
 	inputs := renderInputs(cluster, repo, pins, published)
@@ -182,17 +190,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The same inputs as a render whose tree the last publish wrote: the same tree again
 		// (status writes after a publish, and the periodic facts and bootstrap passes, end here).
 		metrics.Renders.WithLabelValues("reused").Inc()
-		setStillPublished(cluster, published, pins)
 		return r.afterPublish(ctx, cluster, repo, fleet.Rendered{Held: held}.Kept(pins))
 	}
 	metrics.Renders.WithLabelValues("rendered").Inc()
 	rendered, err := fleet.Render(cluster, repo, pins, published)
 	if err != nil {
-		setFailed(cluster, err)
+		fail(err)
 		return ctrl.Result{}, nil
 	}
 	if r.upToDate(cluster, rendered.Digest, inputs, rendered.Held) {
-		setStillPublished(cluster, published, pins)
 		return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 	}
 	start := time.Now()
@@ -209,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		reason, _ := reason(err)
 		metrics.GitErrors.WithLabelValues(reason).Inc()
 		metrics.Publishes.WithLabelValues("failed").Inc()
-		setFailed(cluster, err)
+		fail(err)
 		return ctrl.Result{}, ignoreUserError(err)
 	}
 	metrics.Publishes.WithLabelValues(outcome(out)).Inc()
@@ -225,10 +231,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// same render (Hold keeps every pin it carries, and it carries exactly those this render
 		// kept), so they are remembered as that render's inputs. Unknown (zero), it renders.
 		var inputs [sha256.Size]byte
+		var commit string
 		if out.Published != nil {
-			inputs = renderInputs(cluster, repo, pins, out.Published)
+			inputs, commit = renderInputs(cluster, repo, pins, out.Published), out.Published.Commit
 		}
-		r.remember(cluster, rendered.Digest, inputs, rendered.Held)
+		r.remember(cluster, rendered.Digest, commit, inputs, rendered.Held)
 	}
 	return r.afterPublish(ctx, cluster, repo, rendered.Kept(pins))
 }
@@ -292,18 +299,14 @@ func (r *Reconciler) factsDue(cluster *v1alpha1.WorkloadCluster, interval time.D
 // nothing waits for approval. When it did, inputs (and what their render held) are remembered
 // as giving that digest.
 func (r *Reconciler) upToDate(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) bool {
-	if !skipsPublish(cluster) {
-		return false
-	}
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
-	key := client.ObjectKeyFromObject(cluster)
-	p, ok := r.published[key]
-	if !ok || p.digest != digest || time.Since(p.at) >= verifyEvery {
+	p, ok := r.lastPublish(cluster)
+	if !ok || p.digest != digest {
 		return false
 	}
 	p.inputs, p.held = inputs, held
-	r.published[key] = p
+	r.published[client.ObjectKeyFromObject(cluster)] = p
 	return true
 }
 
@@ -311,16 +314,28 @@ func (r *Reconciler) upToDate(cluster *v1alpha1.WorkloadCluster, digest string, 
 // exactly these inputs (see upToDate), and what that render held back: rendering them again
 // would give the same digest.
 func (r *Reconciler) renderedBefore(cluster *v1alpha1.WorkloadCluster, inputs [sha256.Size]byte) (map[string]string, bool) {
-	if !skipsPublish(cluster) {
-		return nil, false
-	}
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
-	p, ok := r.published[client.ObjectKeyFromObject(cluster)]
-	if !ok || p.inputs != inputs || time.Since(p.at) >= verifyEvery {
+	p, ok := r.lastPublish(cluster)
+	if !ok || p.inputs != inputs {
 		return nil, false
 	}
 	return p.held, true
+}
+
+// lastPublish returns what remember recorded for the cluster while it may stand in for a
+// publish: recent (verifyEvery), and the commit the cluster's status says its branch holds (a
+// status write that failed after the publish leaves the status behind; then the cluster publishes
+// again, which finds the branch as it is and writes the status). publishedMu must be held.
+func (r *Reconciler) lastPublish(cluster *v1alpha1.WorkloadCluster) (publishedDigest, bool) {
+	if !skipsPublish(cluster) {
+		return publishedDigest{}, false
+	}
+	p, ok := r.published[client.ObjectKeyFromObject(cluster)]
+	if !ok || time.Since(p.at) >= verifyEvery || p.commit != cluster.Status.DeployedPackages.Commit {
+		return publishedDigest{}, false
+	}
+	return p, true
 }
 
 // skipsPublish reports whether a cluster may skip a publish whose tree it wrote recently: not
@@ -329,14 +344,22 @@ func skipsPublish(cluster *v1alpha1.WorkloadCluster) bool {
 	return cluster.Spec.Approval != v1alpha1.ApprovalManual && cluster.Status.DeployedPackages != nil && cluster.Status.ObservedGeneration == cluster.Generation
 }
 
-// remember records a publish of digest, rendered from inputs with held held back.
-func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest string, inputs [sha256.Size]byte, held map[string]string) {
+// remember records a publish of digest, which left commit on the branch, rendered from inputs
+// with held held back.
+func (r *Reconciler) remember(cluster *v1alpha1.WorkloadCluster, digest, commit string, inputs [sha256.Size]byte, held map[string]string) {
 	r.publishedMu.Lock()
 	defer r.publishedMu.Unlock()
 	if r.published == nil {
 		r.published = map[client.ObjectKey]publishedDigest{}
 	}
-	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, at: time.Now(), inputs: inputs, held: held}
+	r.published[client.ObjectKeyFromObject(cluster)] = publishedDigest{digest: digest, commit: commit, at: time.Now(), inputs: inputs, held: held}
+}
+
+// forgetPublish drops what remember recorded for the cluster at key.
+func (r *Reconciler) forgetPublish(key client.ObjectKey) {
+	r.publishedMu.Lock()
+	defer r.publishedMu.Unlock()
+	delete(r.published, key)
 }
 
 func (r *Reconciler) forget(key client.ObjectKey) {

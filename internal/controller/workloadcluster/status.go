@@ -146,13 +146,3 @@ func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome, caveats ...str
 	}
 	conditions.Ready(&c.Status.Conditions, gen, "Published", msg)
 }
-
-// setStillPublished reports, when a reconcile publishes nothing because the branch already holds
-// what it would publish, that published is what the cluster gets: a failure reported since the
-// publish (a credentials Secret gone for a while, say) is over once the inputs are back.
-func setStillPublished(c *v1alpha1.WorkloadCluster, published *v1alpha1.DeployedPackagesStatus, pins []render.Pin) {
-	if published == nil {
-		return
-	}
-	setPublished(c, fleet.Outcome{Published: published}, render.Caveats(c, pins)...)
-}

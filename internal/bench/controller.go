@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/internal/localaddr"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -72,12 +72,12 @@ func (b *run) controllerArgs(k int) []string {
 // startController runs argv (e.g. `flotilla controller`) with flags, its metrics on a free
 // loopback port, its output into logPath.
 func startController(argv, flags, env []string, logPath string) (*controllerProc, error) {
-	port, err := freePort()
+	addrs, err := localaddr.Free(1)
 	if err != nil {
 		return nil, err
 	}
 	args := append(append(append([]string{}, argv[1:]...), flags...),
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port),
+		"--metrics-bind-address", addrs[0],
 		"--health-probe-bind-address", "0")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -92,7 +92,7 @@ func startController(argv, flags, env []string, logPath string) (*controllerProc
 		logFile.Close()
 		return nil, fmt.Errorf("start controller %s: %w", strings.Join(argv, " "), err)
 	}
-	p := &controllerProc{cmd: cmd, logPath: logPath, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
+	p := &controllerProc{cmd: cmd, logPath: logPath, metrics: "http://" + addrs[0] + "/metrics", done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -101,7 +101,7 @@ func startController(argv, flags, env []string, logPath string) (*controllerProc
 	return p, nil
 }
 
-// serving waits until the controller serves its metrics. It returns testenv.ErrAddrTaken when
+// serving waits until the controller serves its metrics. It returns localaddr.ErrTaken when
 // the controller exited because one of its addresses was in use.
 func (p *controllerProc) serving(timeout time.Duration) error {
 	c := http.Client{Timeout: time.Second}
@@ -109,8 +109,8 @@ func (p *controllerProc) serving(timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			if b, _ := os.ReadFile(p.logPath); testenv.AddrTaken(b) {
-				return fmt.Errorf("%w: %s", testenv.ErrAddrTaken, tail(p.logPath, 5))
+			if b, _ := os.ReadFile(p.logPath); localaddr.Taken(b) {
+				return fmt.Errorf("%w: %s", localaddr.ErrTaken, tail(p.logPath, 5))
 			}
 			return p.exited()
 		default:
@@ -127,15 +127,6 @@ func (p *controllerProc) serving(timeout time.Duration) error {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 	return fmt.Errorf("the controller did not serve its metrics within %s; its log: %s%s", timeout, p.logPath, tail(p.logPath, 20))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // exited returns why the controller is gone, nil while it runs or once the bench killed it.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/githttp"
+	"github.com/flotilla-dev/flotilla/internal/localaddr"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -229,11 +230,9 @@ func (b *run) create(ctx context.Context, objs []client.Object) error {
 func (b *run) startController() error {
 	b.progressf("starting the controller: %v", b.o.Controller)
 	if (b.o.IdleCPUProfile != "" || b.o.HeapProfile != "") && b.pprofAddr == "" {
-		port, err := freePort()
-		if err != nil {
+		if err := b.choosePprofAddr(); err != nil {
 			return err
 		}
-		b.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
 	}
 	b.ctrl = &controllers{}
 	for k := range max(b.f.shards, 1) {
@@ -268,18 +267,26 @@ func (b *run) startShard(k int) error {
 			b.ctrl.procs = append(b.ctrl.procs, p)
 			return nil
 		}
-		if !errors.Is(err, testenv.ErrAddrTaken) || attempt == testenv.StartAttempts {
+		if !errors.Is(err, localaddr.ErrTaken) || attempt == localaddr.Attempts {
 			return err
 		}
 		b.progressf("the controller could not bind its address, starting it again: %v", err)
 		if b.pprofAddr != "" {
-			port, err := freePort()
-			if err != nil {
+			if err := b.choosePprofAddr(); err != nil {
 				return err
 			}
-			b.pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
 		}
 	}
+}
+
+// choosePprofAddr gives the controller a free --pprof-bind-address.
+func (b *run) choosePprofAddr() error {
+	addrs, err := localaddr.Free(1)
+	if err != nil {
+		return err
+	}
+	b.pprofAddr = addrs[0]
+	return nil
 }
 
 // bump moves the first set's blueprint from v1 to v2.

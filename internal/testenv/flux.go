@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/internal/localaddr"
 )
 
 // Workload is a workload cluster for end-to-end tests: its own API server, with Flux's
@@ -78,20 +79,6 @@ type flux struct {
 
 func (f *flux) log(p *exec.Cmd) string { return filepath.Join(f.dir, filepath.Base(p.Path)+".log") }
 
-// StartAttempts bounds how often a test starts a process again on new addresses. Addresses are
-// free when chosen and bound by the process a moment later; in between, any process on the
-// machine can take one (an outgoing connection's ephemeral port is enough), and a process that
-// cannot bind one of its addresses exits (see AddrTaken).
-const StartAttempts = 5
-
-// ErrAddrTaken is why a process exited at start when AddrTaken says so: start it again on new
-// addresses.
-var ErrAddrTaken = errors.New("another process took an address before the process bound it")
-
-// AddrTaken reports whether a process's log says it could not bind an address another process
-// had taken.
-func AddrTaken(log []byte) bool { return bytes.Contains(log, []byte("address already in use")) }
-
 // LastLines returns the last n lines of log.
 func LastLines(log []byte, n int) []string {
 	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
@@ -115,12 +102,12 @@ func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 		return nil, err
 	}
 	var err error
-	for range StartAttempts {
+	for range localaddr.Attempts {
 		var f *flux
 		if f, err = startFluxOnce(bin, dir, kc, storagePath); err == nil {
 			return f, nil
 		}
-		if !errors.Is(err, ErrAddrTaken) {
+		if !errors.Is(err, localaddr.ErrTaken) {
 			return nil, err
 		}
 	}
@@ -128,7 +115,7 @@ func startFlux(bin, dir string, kubeconfig []byte) (*flux, error) {
 }
 
 func startFluxOnce(bin, dir, kc, storagePath string) (*flux, error) {
-	addrs, err := freeAddrs(5)
+	addrs, err := localaddr.Free(5)
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +161,8 @@ func startFluxOnce(bin, dir, kc, storagePath string) (*flux, error) {
 				f.stop()
 				b, _ := os.ReadFile(f.log(p))
 				last := strings.Join(LastLines(b, 10), "\n")
-				if AddrTaken(b) {
-					return nil, fmt.Errorf("%s: %w: %s", filepath.Base(p.Path), ErrAddrTaken, last)
+				if localaddr.Taken(b) {
+					return nil, fmt.Errorf("%s: %w: %s", filepath.Base(p.Path), localaddr.ErrTaken, last)
 				}
 				return nil, fmt.Errorf("%s exited at start: %s", filepath.Base(p.Path), last)
 			default:
@@ -239,27 +226,6 @@ func accepts(addr string) bool {
 	}
 	_ = c.Close()
 	return true
-}
-
-// freeAddrs returns n distinct local addresses free now. The listeners are held until all n are
-// chosen, so the kernel cannot hand out one port twice.
-func freeAddrs(n int) ([]string, error) {
-	var addrs []string
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
 }
 
 var errNoFlux = errors.New("FLOTILLA_FLUX_BIN is not set: run the tests with `make test`, which builds Flux into bin/flux")

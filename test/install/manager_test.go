@@ -30,6 +30,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/localaddr"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
 
@@ -83,17 +84,17 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 	// The identity is really restricted: Secrets may be read one by one, never listed.
 	g.Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}))).To(BeTrue(), "the ServiceAccount must not list Secrets")
 
-	probePort, metricsPort := freePort(t), freePort(t)
-	args := localArgs(containers(t, dep)[0], map[string]string{
-		"--health-probe-bind-address": "127.0.0.1:" + probePort,
-		"--metrics-bind-address":      "127.0.0.1:" + metricsPort,
-		"--cache-dir":                 t.TempDir(),
+	cache := t.TempDir()
+	logs, probePort, metricsPort := startReady(t, buildFlotilla(t), func(probePort, metricsPort string) []string {
+		args := localArgs(containers(t, dep)[0], map[string]string{
+			"--health-probe-bind-address": "127.0.0.1:" + probePort,
+			"--metrics-bind-address":      "127.0.0.1:" + metricsPort,
+			"--cache-dir":                 cache,
+		})
+		// Out of a cluster there is no pod namespace to hold the lease; in the Deployment it is the pod's.
+		return append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+ns)
 	})
-	// Out of a cluster there is no pod namespace to hold the lease; in the Deployment it is the pod's.
-	args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+ns)
-	logs := start(t, buildFlotilla(t), args)
 
-	g.Eventually(func() int { return get(t, "http://127.0.0.1:"+probePort+"/readyz") }, time.Minute, 200*time.Millisecond).Should(Equal(200), "/readyz")
 	g.Expect(get(t, "http://127.0.0.1:"+probePort+"/healthz")).To(Equal(200), "/healthz")
 	g.Expect(get(t, "http://127.0.0.1:"+metricsPort+"/metrics")).To(Equal(200), "/metrics")
 	g.Eventually(func() string {
@@ -284,13 +285,6 @@ func buildFlotilla(t *testing.T) string {
 	return bin
 }
 
-// start runs bin with args until the test ends (SIGTERM, as the kubelet does), and returns its
-// output, which is printed when the test fails.
-func start(t *testing.T, bin string, args []string) *syncBuffer {
-	t.Helper()
-	return startProcess(t, bin, args).logs
-}
-
 // process is a flotilla run by startProcess.
 type process struct {
 	logs   *syncBuffer
@@ -347,14 +341,50 @@ func get(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-func freePort(t *testing.T) string {
+// startReady starts bin with the args args gives for a probe and a metrics port, both free, and
+// waits until /readyz answers 200. Ports are free when chosen and bound a moment later; a
+// controller that exits because another process took one in between is started again on new
+// ones.
+func startReady(t *testing.T, bin string, args func(probePort, metricsPort string) []string) (logs *syncBuffer, probePort, metricsPort string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		addrs, err := localaddr.Free(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probePort, metricsPort = port(addrs[0]), port(addrs[1])
+		p := startProcess(t, bin, args(probePort, metricsPort))
+		err = waitReady(t, p, probePort)
+		if err == nil {
+			return p.logs, probePort, metricsPort
+		}
+		if !p.killed || !localaddr.Taken([]byte(p.logs.String())) || attempt == localaddr.Attempts {
+			t.Fatalf("flotilla controller: %v:\n%s", err, p.logs.String())
+		}
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// waitReady waits up to a minute until p's /readyz answers 200, or p exits.
+func waitReady(t *testing.T, p *process, probePort string) error {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		select {
+		case err := <-p.done:
+			p.killed = true // gone: nothing for the cleanup to stop
+			return fmt.Errorf("exited at start (%v)", err)
+		default:
+		}
+		if get(t, "http://127.0.0.1:"+probePort+"/readyz") == http.StatusOK {
+			return nil
+		}
+	}
+	return fmt.Errorf("/readyz did not answer 200 within a minute")
+}
+
+// port is the port of a "host:port" address.
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
 }
 
 func grep(s, substr string) string {

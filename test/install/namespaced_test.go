@@ -170,16 +170,16 @@ func TestNamespacedManager(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Namespace: unwatched, Name: "git"}, &corev1.Secret{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "Get of the unwatched tenant's Secret as the ServiceAccount: %v", err)
 
-	probePort := freePort(t)
-	args := localArgs(containers(t, dep)[0], map[string]string{
-		"--health-probe-bind-address": "127.0.0.1:" + probePort,
-		"--metrics-bind-address":      "127.0.0.1:" + freePort(t),
-		"--cache-dir":                 t.TempDir(),
+	cache := t.TempDir()
+	logs, _, _ := startReady(t, buildFlotilla(t), func(probePort, metricsPort string) []string {
+		args := localArgs(containers(t, dep)[0], map[string]string{
+			"--health-probe-bind-address": "127.0.0.1:" + probePort,
+			"--metrics-bind-address":      "127.0.0.1:" + metricsPort,
+			"--cache-dir":                 cache,
+		})
+		g.Expect(args).To(ContainElement("--watch-namespaces=" + watched + "," + alsoWatched))
+		return append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+release)
 	})
-	g.Expect(args).To(ContainElement("--watch-namespaces=" + watched + "," + alsoWatched))
-	args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+release)
-	logs := start(t, buildFlotilla(t), args)
-	g.Eventually(func() int { return get(t, "http://127.0.0.1:"+probePort+"/readyz") }, time.Minute, 200*time.Millisecond).Should(Equal(200), "/readyz")
 	g.Eventually(func() string {
 		var leases coordinationv1.LeaseList
 		if err := k8s.List(ctx, &leases, client.InNamespace(release)); err != nil {

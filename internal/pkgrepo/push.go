@@ -47,7 +47,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 				return PublishResult{}, err
 			}
 		}
-		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || m.atomicRefused()
+		fetch := attempt > 0 || fetchFirst || m.fetched.IsZero() || m.credential != ep.credential || m.atomicRefused(s.now())
 		p, digest, err := s.prepare(ctx, m, ep, fetch, build)
 		if err == nil && !fetch && len(p.refspecs) == 0 {
 			// Nothing to write, by the mirror: the remote may say otherwise (a publish that
@@ -64,7 +64,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 		if len(p.refspecs) == 0 {
 			return p.result, nil
 		}
-		err = m.push(ctx, ep, p.refspecs, fetch)
+		err = m.push(ctx, ep, p.refspecs, fetch, s.now())
 		if err == nil {
 			m.fetched, m.credential = s.now(), ep.credential // the push saw the remote as the mirror is now
 			return p.result, nil
@@ -113,19 +113,19 @@ func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func()
 // branch never moves without its tag. Where the server offers atomic pushes, it is pushExact;
 // else, on a mirror fetched for this plan (fetched), go-git's push, whose non-force refspecs are
 // checked against the refs the server advertises (which detects most concurrent pushes; the
-// server checks them again under its ref locks), and every later publish fetches first and
-// pushes so.
-func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec, fetched bool) error {
+// server checks them again under its ref locks), and for atomicRecheck after now every publish
+// fetches first and pushes so.
+func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpec, fetched bool, now time.Time) error {
 	defer m.forget() // a push updates the mirror's refs too
 	opts, err := m.transportOptions(ep)
 	if err != nil {
 		return err
 	}
-	if !m.atomicRefused() {
+	if !m.atomicRefused(now) {
 		err = m.pushExact(ctx, ep, opts, refspecs)
 		switch {
 		case errors.Is(err, errNoAtomic):
-			m.noAtomicAt = time.Now()
+			m.noAtomicAt = now
 		case errors.Is(err, errNoCapabilities):
 			// An empty repository whose server advertises no capabilities for it (the mirror is
 			// empty too): go-git's push, this once.
@@ -177,10 +177,10 @@ var errNoAtomic = errors.New("the server does not offer atomic pushes")
 // or a load balancer in front of mixed servers).
 const atomicRecheck = time.Hour
 
-// atomicRefused reports whether the mirror's server was found to offer no atomic push, less than
-// atomicRecheck ago.
-func (m *mirror) atomicRefused() bool {
-	return !m.noAtomicAt.IsZero() && time.Since(m.noAtomicAt) < atomicRecheck
+// atomicRefused reports whether the mirror's server was found to offer no atomic push less than
+// atomicRecheck before now.
+func (m *mirror) atomicRefused(now time.Time) bool {
+	return !m.noAtomicAt.IsZero() && now.Sub(m.noAtomicAt) < atomicRecheck
 }
 
 // errNoCapabilities: the server advertised nothing, not even its capabilities, for an empty

@@ -333,7 +333,8 @@ func startProcess(t *testing.T, bin string, args []string) *process {
 
 func get(t *testing.T, url string) int {
 	t.Helper()
-	resp, err := http.Get(url) //nolint:noctx // a probe, as the kubelet's
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url) //nolint:noctx // a probe, as the kubelet's
 	if err != nil {
 		return 0
 	}
@@ -354,7 +355,7 @@ func startReady(t *testing.T, bin string, args func(probePort, metricsPort strin
 		}
 		probePort, metricsPort = port(addrs[0]), port(addrs[1])
 		p := startProcess(t, bin, args(probePort, metricsPort))
-		err = waitReady(t, p, probePort)
+		err = waitReady(t, p, probePort, metricsPort)
 		if err == nil {
 			return p.logs, probePort, metricsPort
 		}
@@ -364,8 +365,9 @@ func startReady(t *testing.T, bin string, args func(probePort, metricsPort strin
 	}
 }
 
-// waitReady waits up to a minute until p's /readyz answers 200, or p exits.
-func waitReady(t *testing.T, p *process, probePort string) error {
+// waitReady waits up to a minute until p's /readyz and /metrics answer 200 (the metrics port is
+// bound after the probe's), or p exits.
+func waitReady(t *testing.T, p *process, probePort, metricsPort string) error {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		select {
@@ -374,7 +376,7 @@ func waitReady(t *testing.T, p *process, probePort string) error {
 			return fmt.Errorf("exited at start (%v)", err)
 		default:
 		}
-		if get(t, "http://127.0.0.1:"+probePort+"/readyz") == http.StatusOK {
+		if get(t, "http://127.0.0.1:"+probePort+"/readyz") == http.StatusOK && get(t, "http://127.0.0.1:"+metricsPort+"/metrics") == http.StatusOK {
 			return nil
 		}
 	}

@@ -1,6 +1,7 @@
 package workloadcluster
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
@@ -117,14 +119,15 @@ func TestRenderInputs(t *testing.T) {
 }
 
 // TestLastPublishStandsInForTheBranchTheStatusNames: a reconcile skips a render or a publish on
-// the strength of the last publish only while the cluster's status names the commit that publish
-// left (a status write that failed after it leaves the status behind), and not after a failure
-// forgot it.
+// the strength of the last publish only while the cluster's status says what that publish did
+// (Ready because it published, and the commit it left: a status write that failed after it
+// leaves the status behind), and not after a failure forgot it.
 func TestLastPublishStandsInForTheBranchTheStatusNames(t *testing.T) {
 	a := baseRenderArgs()
 	cluster := a.cluster
 	cluster.Status.ObservedGeneration = cluster.Generation
 	cluster.Status.DeployedPackages = &v1alpha1.DeployedPackagesStatus{Tag: "deployed-packages/v2", Commit: "c2"}
+	setPublished(cluster, fleet.Outcome{Published: cluster.Status.DeployedPackages})
 	inputs := renderInputs(cluster, a.repo, a.pins, cluster.Status.DeployedPackages)
 	r := &Reconciler{}
 	r.remember(cluster, "digest", "c2", inputs, nil)
@@ -140,6 +143,14 @@ func TestLastPublishStandsInForTheBranchTheStatusNames(t *testing.T) {
 		t.Errorf("status behind the publish: reused %v, up to date %v; want neither", reused, upToDate)
 	}
 	cluster.Status.DeployedPackages.Commit = "c2"
+	setFailed(cluster, errors.New("the git server is down")) // the status write after the recovery failed
+	if reused, upToDate := skips(); reused || upToDate {
+		t.Errorf("Ready on a failure: reused %v, up to date %v; want neither", reused, upToDate)
+	}
+	setPublished(cluster, fleet.Outcome{Published: cluster.Status.DeployedPackages})
+	if reused, upToDate := skips(); !reused || !upToDate {
+		t.Errorf("the status as the publish left it again: reused %v, up to date %v; want both", reused, upToDate)
+	}
 	r.forgetPublish(client.ObjectKeyFromObject(cluster))
 	if reused, upToDate := skips(); reused || upToDate {
 		t.Errorf("after a failure: reused %v, up to date %v; want neither", reused, upToDate)

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -121,8 +122,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	p := patch.New(r.Client, cluster)
 	defer func() {
 		conditions.ObserveGeneration(cluster.Status.Conditions, cluster.Generation, &cluster.Status.ObservedGeneration)
-		if perr := p.Patch(ctx, cluster); perr != nil && err == nil {
-			err = perr
+		if perr := p.Patch(ctx, cluster); perr != nil {
+			// The status may now say less than the branch holds: publish on the next reconcile.
+			r.forgetPublish(req.NamespacedName)
+			if err == nil {
+				err = perr
+			}
 		}
 	}()
 	if !cluster.DeletionTimestamp.IsZero() {
@@ -324,11 +329,15 @@ func (r *Reconciler) renderedBefore(cluster *v1alpha1.WorkloadCluster, inputs [s
 }
 
 // lastPublish returns what remember recorded for the cluster while it may stand in for a
-// publish: recent (verifyEvery), and the commit the cluster's status says its branch holds (a
-// status write that failed after the publish leaves the status behind; then the cluster publishes
-// again, which finds the branch as it is and writes the status). publishedMu must be held.
+// publish: recent (verifyEvery), and what the cluster's status says: Ready because of a publish,
+// and the commit that publish left on the branch. A status behind the publish (its write failed,
+// or the cache has not seen it yet) makes the cluster publish again, which finds the branch as
+// it is and writes the status. publishedMu must be held.
 func (r *Reconciler) lastPublish(cluster *v1alpha1.WorkloadCluster) (publishedDigest, bool) {
 	if !skipsPublish(cluster) {
+		return publishedDigest{}, false
+	}
+	if c := meta.FindStatusCondition(cluster.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reasonPublished {
 		return publishedDigest{}, false
 	}
 	p, ok := r.published[client.ObjectKeyFromObject(cluster)]

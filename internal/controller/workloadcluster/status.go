@@ -18,6 +18,9 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
+// reasonPublished is Ready's reason when the cluster's deployed-packages revision is published.
+const reasonPublished = "Published"
+
 // Reasons for an approval annotation that publishes nothing (see fleet.DecideApproval).
 const (
 	ReasonApprovalOutdated = "ApprovalOutdated"
@@ -144,5 +147,5 @@ func setPublished(c *v1alpha1.WorkloadCluster, out fleet.Outcome, caveats ...str
 	for _, note := range caveats {
 		msg += "; note: " + note
 	}
-	conditions.Ready(&c.Status.Conditions, gen, "Published", msg)
+	conditions.Ready(&c.Status.Conditions, gen, reasonPublished, msg)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/controller/workloadcluster"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
+	"github.com/flotilla-dev/flotilla/internal/intern"
 	"github.com/flotilla-dev/flotilla/internal/ocipkg"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/remotecluster"
@@ -69,13 +70,21 @@ type Options struct {
 const DefaultWorkers = 4
 
 // CacheOptions are the cache settings every manager running the reconcilers should use, with
-// shard its Options.Shard (nil: every object). Managed fields are dropped before objects are
-// stored (no reconciler reads them, and they are a large share of each cached deployment at fleet
-// size). A shard caches only the objects its selector matches, except Repositories: those are all
+// shard its Options.Shard (nil: every object). Before objects are stored, their managed fields are
+// dropped (no reconciler reads them, and they are a large share of each cached deployment at fleet
+// size) and the strings they repeat (namespace, set and cluster names, tags, commits, condition
+// messages) are shared through one intern.Table per cache (docs/benchmarks.md, "Memory"). A shard caches only the objects its selector matches, except Repositories: those are all
 // read, so that a shard's sets and deployments can resolve a catalog that carries another shard's
 // label (or none); the Repository reconciler polls only its shard's.
 func CacheOptions(shard labels.Selector) cache.Options {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	strip, shared := cache.TransformStripManagedFields(), intern.NewTable(0)
+	opts := cache.Options{DefaultTransform: func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err == nil {
+			shared.Object(obj)
+		}
+		return obj, err
+	}}
 	if shard != nil && !shard.Empty() {
 		opts.DefaultLabelSelector = shard
 		opts.ByObject = map[client.Object]cache.ByObject{&v1alpha1.Repository{}: {Label: labels.Everything()}}

@@ -53,6 +53,10 @@ type Idle struct {
 	// LiveHeap is the controller's live heap at the end of the window (Options.HeapProfile; 0
 	// when not measured).
 	LiveHeap int64
+	// Goroutines and StackBytes are the controller's goroutines and the memory of their stacks
+	// at the end of the window (go_goroutines, go_memstats_stack_inuse_bytes): memory a heap
+	// profile does not show, and which grows with the clusters followed for health.
+	Goroutines, StackBytes float64
 }
 
 // startWorkload starts the workload API server every cluster's kubeconfig points at, with a
@@ -162,6 +166,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	}
 	res.ControllerCPU, res.ServerCPU, res.WorkloadCPU = after.cpu.sub(before.cpu), after.server.sub(before.server), after.workload.sub(before.workload)
 	res.Requests, res.CatalogRequests = after.requests.Sub(before.requests), after.catalog.Sub(before.catalog)
+	res.Goroutines, res.StackBytes = after.metrics.sum("go_goroutines"), after.metrics.sum("go_memstats_stack_inuse_bytes")
 	m := after.metrics.delta(before.metrics)
 	res.APIRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.env)+`"`)
 	res.WorkloadRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.workload)+`"`)
@@ -280,6 +285,10 @@ func (r *Report) printIdle(w io.Writer) error {
 		100*d.ServerCPU.total()/secs, 100*d.WorkloadCPU.total()/secs)
 	if d.LiveHeap > 0 {
 		fmt.Fprintf(tw, "controller live heap at the end of the window\t%s\t\n", mib(d.LiveHeap))
+	}
+	if d.Goroutines > 0 && r.Clusters > 0 {
+		fmt.Fprintf(tw, "controller goroutines and their stacks at the end of the window\t%.0f, %s (%.0f KiB per cluster)\t\n",
+			d.Goroutines, mib(int64(d.StackBytes)), d.StackBytes/1024/float64(r.Clusters))
 	}
 	return tw.Flush()
 }

@@ -19,9 +19,10 @@ import (
 // DefaultEntries is how many distinct strings a Table keeps before it starts over.
 const DefaultEntries = 1 << 15
 
-// MaxLen is the longest string a Table keeps: longer ones are left as they are (a long string is
-// rarely the same in two objects, and keeping it would cost more than it saves).
-const MaxLen = 1024
+// MaxLen is the longest string a Table keeps: longer ones are left as they are. A long string is
+// rarely the same in two objects, and what a full table can hold after the objects that used its
+// strings are gone is bounded by DefaultEntries × MaxLen (8 MiB).
+const MaxLen = 256
 
 // Table keeps one copy of each string it was given, up to a number of entries: when it is full it
 // forgets them all and starts over, so strings no object holds any more (old resourceVersions'

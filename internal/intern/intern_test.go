@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/yaml"
 
@@ -113,39 +113,63 @@ func TestObjectSharesWhatObjectsRepeat(t *testing.T) {
 	}
 }
 
+// fresh returns a new copy of s: string literals share one copy, decoded strings do not.
+func fresh(s string) string { return strings.Clone(s) }
+
 func TestObjectUnstructuredAndBytes(t *testing.T) {
+	const v = "shared value"
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "a", "namespace": "fleet"},
-		"data":     map[string]any{"k": "shared value", "n": int64(3), "b": true, "f": 1.5},
-		"list":     []any{"shared value", map[string]any{"x": "shared value"}, []any{"shared value", nil}},
+		"data":     map[string]any{"k": fresh(v), "n": int64(3), "b": true, "f": 1.5},
+		"list":     []any{fresh(v), map[string]any{"x": fresh(v)}, []any{fresh(v), nil}},
 	}}
-	want := u.DeepCopy()
+	// A typed map in a spec (string values) and one of another element type.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet"}, Data: map[string]string{fresh("key"): fresh(v)}}
+	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceName(fresh("cpu")): resource.MustParse("2")}}}
+	strs := func() []string {
+		return []string{
+			u.Object["data"].(map[string]any)["k"].(string),
+			u.Object["list"].([]any)[0].(string),
+			u.Object["list"].([]any)[1].(map[string]any)["x"].(string),
+			u.Object["list"].([]any)[2].([]any)[0].(string),
+			cm.Data["key"],
+		}
+	}
+	for _, s := range strs()[1:] {
+		if same(strs()[0], s) {
+			t.Fatal("the test's strings already share one copy: the test shows nothing")
+		}
+	}
+	want, wantCM, wantNode := u.DeepCopy(), cm.DeepCopy(), node.DeepCopy()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "fleet"}, Data: map[string][]byte{"kubeconfig": []byte("bytes")}}
 	wantSecret := secret.DeepCopy()
 
 	tab := intern.NewTable(0)
-	tab.Object(u)
-	tab.Object(secret)
+	for _, o := range []any{u, cm, node, secret} {
+		tab.Object(o)
+	}
 	if !equality.Semantic.DeepEqual(u, want) {
 		t.Fatalf("interning changed the object:\n%v\nwant\n%v", u.Object, want.Object)
 	}
-	if !equality.Semantic.DeepEqual(secret, wantSecret) {
-		t.Fatalf("interning changed the Secret: %v", secret)
+	if !equality.Semantic.DeepEqual(cm, wantCM) || !equality.Semantic.DeepEqual(node, wantNode) || !equality.Semantic.DeepEqual(secret, wantSecret) {
+		t.Fatalf("interning changed a typed object: %v %v %v", cm, node, secret)
 	}
-	v1 := u.Object["data"].(map[string]any)["k"].(string)
-	v2 := u.Object["list"].([]any)[0].(string)
-	v3 := u.Object["list"].([]any)[1].(map[string]any)["x"].(string)
-	v4 := u.Object["list"].([]any)[2].([]any)[0].(string)
-	if !same(v1, v2) || !same(v1, v3) || !same(v1, v4) {
-		t.Error("the same string in a map, a list, a map in a list and a list in a list: more than one copy")
+	got := strs()
+	for i, s := range got[1:] {
+		if !same(got[0], s) {
+			t.Errorf("string %d (in a map, a list, a map in a list, a list in a list, a ConfigMap's data): not the table's copy", i+1)
+		}
+	}
+	for k := range node.Status.Capacity {
+		if c := tab.String("cpu"); !same(string(k), c) {
+			t.Error("a typed map's key of a named string type: not the table's copy")
+		}
 	}
 	// Not a pointer, or nothing: left alone, no panic.
 	tab.Object(*u)
 	tab.Object((*v1alpha1.PackageDeployment)(nil))
 	tab.Object(nil)
-	var obj runtime.Object = u
-	tab.Object(obj)
 }
 
 func TestTableBounds(t *testing.T) {

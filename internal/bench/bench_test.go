@@ -167,12 +167,12 @@ func TestBenchIdle(t *testing.T) {
 			t.Errorf("profile %s: %v, %d bytes; want a gzipped profile", p, err, len(data))
 		}
 	}
-	// The heap profiles count the controller's live heap: its informers' caches at least.
 	// Health follows each of the two clusters with goroutines of its own (at least the cluster's
 	// poll loop and a feed's watch).
 	if idle.Goroutines < 4 || idle.StackBytes < 64<<10 {
 		t.Errorf("idle: controller goroutines %v, stacks %v bytes; want the controller's /metrics read (go_goroutines, go_memstats_stack_inuse_bytes)", idle.Goroutines, idle.StackBytes)
 	}
+	// The heap profiles count the controller's live heap: its informers' caches at least.
 	for name, live := range map[string]int64{"cold": report.Cold.LiveHeap, "bump": report.Bump.LiveHeap, "idle": idle.LiveHeap} {
 		if live < 1<<20 {
 			t.Errorf("controller live heap when %s converged: %d bytes, want at least 1 MiB", name, live)

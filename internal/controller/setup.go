@@ -73,9 +73,10 @@ const DefaultWorkers = 4
 // shard its Options.Shard (nil: every object). Before objects are stored, their managed fields are
 // dropped (no reconciler reads them, and they are a large share of each cached deployment at fleet
 // size) and the strings they repeat (namespace, set and cluster names, tags, commits, condition
-// messages) are shared through one intern.Table per cache (docs/benchmarks.md, "Memory"). A shard caches only the objects its selector matches, except Repositories: those are all
-// read, so that a shard's sets and deployments can resolve a catalog that carries another shard's
-// label (or none); the Repository reconciler polls only its shard's.
+// messages) are shared through one intern.Table per cache (docs/benchmarks.md, "Memory: cached
+// objects share their strings"). A shard caches only the objects its selector matches, except
+// Repositories: those are all read, so that a shard's sets and deployments can resolve a catalog
+// that carries another shard's label (or none); the Repository reconciler polls only its shard's.
 func CacheOptions(shard labels.Selector) cache.Options {
 	strip, shared := cache.TransformStripManagedFields(), intern.NewTable(0)
 	opts := cache.Options{DefaultTransform: func(obj any) (any, error) {

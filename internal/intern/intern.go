@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // DefaultEntries is how many distinct strings a Table keeps before it starts over.
@@ -68,7 +67,13 @@ func (t *Table) Len() int {
 	return len(t.strings)
 }
 
-var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+var (
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	// ownFields are the fields of ObjectMeta that are each object's own: no other object shares
+	// them, so keeping them would only fill the Table.
+	ownFields     = map[string]bool{"Name": true, "GenerateName": true, "UID": true, "ResourceVersion": true, "SelfLink": true}
+	stringMapType = reflect.TypeFor[map[string]string]()
+)
 
 // Object replaces the strings of obj (a pointer, as informers hold) with the Table's copies, in
 // place: struct fields, slices, maps and interface values, all the way down. In its ObjectMeta it
@@ -108,11 +113,11 @@ func (t *Table) value(v reflect.Value) {
 			v.Set(t.copied(e))
 		}
 	case reflect.Struct:
-		if v.Type() == objectMetaType {
-			t.meta(v.Addr().Interface().(*metav1.ObjectMeta))
-			return
-		}
+		meta := v.Type() == objectMetaType
 		for i := range v.NumField() {
+			if meta && ownFields[v.Type().Field(i).Name] {
+				continue
+			}
 			if f := v.Field(i); f.CanSet() {
 				t.value(f)
 			}
@@ -125,7 +130,11 @@ func (t *Table) value(v reflect.Value) {
 			t.value(v.Index(i))
 		}
 	case reflect.Map:
-		if v.CanSet() && v.Len() > 0 {
+		switch {
+		case !v.CanSet() || v.Len() == 0:
+		case v.Type() == stringMapType: // labels, annotations, data: without reflection
+			v.Set(reflect.ValueOf(t.stringMap(v.Interface().(map[string]string))))
+		default:
 			v.Set(t.mapCopy(v))
 		}
 	}
@@ -152,21 +161,6 @@ func (t *Table) mapCopy(v reflect.Value) reflect.Value {
 		out.SetMapIndex(k, t.copied(it.Value()))
 	}
 	return out
-}
-
-// meta interns what objects share in their metadata.
-func (t *Table) meta(m *metav1.ObjectMeta) {
-	m.Namespace = t.String(m.Namespace)
-	m.Labels = t.stringMap(m.Labels)
-	m.Annotations = t.stringMap(m.Annotations)
-	for i := range m.OwnerReferences {
-		o := &m.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name = t.String(o.APIVersion), t.String(o.Kind), t.String(o.Name)
-		o.UID = types.UID(t.String(string(o.UID)))
-	}
-	for i := range m.Finalizers {
-		m.Finalizers[i] = t.String(m.Finalizers[i])
-	}
 }
 
 // stringMap returns m with its keys and values the Table's copies (a new map: a map's keys can

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,10 +60,8 @@ type feed struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu       sync.Mutex
-	items    map[string]*unstructured.Unstructured // what the last list and the watch since brought
-	watching atomic.Bool                           // a watch is open
-	heard    atomic.Int64                          // when (UnixNano) the open watch began or last brought an event, or a heartbeat last held
+	mu    sync.Mutex
+	items map[string]*unstructured.Unstructured // what the last list and the watch since brought
 }
 
 // HeartbeatIntervals is how many health intervals make a heartbeat period (one minute at the
@@ -139,7 +136,8 @@ func (f *feed) backoff() wait.Backoff {
 	return wait.Backoff{Duration: first, Factor: 2, Jitter: 0.1, Steps: 64, Cap: max(f.interval, first)}
 }
 
-// run lists, then follows (watch and heartbeats), until the feed is stopped.
+// run lists, then follows (a watch, and heartbeats while it is quiet), until the feed is
+// stopped: the feed's one goroutine (client-go decodes the watch's stream in another).
 func (f *feed) run() {
 	defer close(f.done)
 	listRetry, watchRetry := f.backoff(), f.backoff()
@@ -154,64 +152,15 @@ func (f *feed) run() {
 	}
 }
 
-// follow watches from rv and beats, until the watch cannot go on or a heartbeat says to list.
-func (f *feed) follow(rv string, watchRetry *wait.Backoff) {
-	ctx, cancel := context.WithCancel(f.ctx)
-	relist := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if f.watchFrom(ctx, rv, watchRetry) {
-			close(relist)
-		}
-	})
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	f.hear()
-	for {
-		// A watch that brought something within quietWatch proves the cluster answers: wait for
-		// the end of its quiet. Without a watch, a heartbeat every interval follows the objects.
-		wait := f.interval
-		if f.watching.Load() {
-			wait = f.quietWatch() - time.Since(time.Unix(0, f.heard.Load()))
-		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-relist:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if f.watching.Load() {
-				continue // a watch is open (again): has it been quiet for quietWatch now?
-			}
-		}
-		if !f.heartbeat(ctx) {
-			return
-		}
-		f.hear()
-	}
-}
-
-// hear records that the cluster answered just now.
-func (f *feed) hear() {
-	f.heard.Store(time.Now().UnixNano())
-}
-
-// watchFrom watches from rv, again from where each watch stopped, until the feed must list
-// (true) or ctx is done (false).
-func (f *feed) watchFrom(ctx context.Context, rv string, retry *wait.Backoff) bool {
-	for ctx.Err() == nil {
+// follow watches from rv, again from where each watch stopped, until the feed must list (a
+// watch failed or ended early without a word, a heartbeat failed or differed) or is stopped.
+func (f *feed) follow(rv string, retry *wait.Backoff) {
+	for f.ctx.Err() == nil {
 		began := time.Now()
 		requested := minWatch + time.Duration(rand.Int64N(int64(minWatch)))
-		next, events, err := f.watch(ctx, rv, requested)
-		if ctx.Err() != nil {
-			return false
+		next, events, relist, err := f.watch(rv, requested)
+		if relist || f.ctx.Err() != nil {
+			return
 		}
 		lasted := time.Since(began)
 		if lasted >= steadyWatch {
@@ -219,27 +168,32 @@ func (f *feed) watchFrom(ctx context.Context, rv string, retry *wait.Backoff) bo
 		}
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
-			// Not allowed to watch: the heartbeat, every interval now, follows the objects.
-			sleep(ctx, notAllowedRetry)
+			// Not allowed to watch: a heartbeat every interval follows the objects until the
+			// watch is tried again.
+			if !f.beatFor(notAllowedRetry) {
+				return
+			}
 			continue
 		case err != nil, events == 0 && lasted < requested*9/10:
 			// Failed, or ended early without a word (client-go gives a watch that cannot
 			// reconnect back empty): list, which says whether the cluster still answers.
 			if lasted < shortWatch {
-				sleep(ctx, retry.Step())
+				sleep(f.ctx, retry.Step())
 			}
-			return true
+			return
 		}
 		rv = next
 	}
-	return false
 }
 
 // watch watches from rv until the server ends the watch (nil error) or it fails, applying each
 // event to the feed's objects; it returns the resourceVersion to go on from and how many events
-// (bookmarks included) came.
-func (f *feed) watch(ctx context.Context, rv string, requested time.Duration) (string, int, error) {
-	ctx, cancel := context.WithCancel(ctx)
+// (bookmarks included) came. A watch that brought something within quietWatch proves the
+// cluster answers; one quiet that long is checked by a heartbeat, and one that differs gets a
+// second for what the watch is bringing to land before the next decides: relist is true when a
+// heartbeat failed or differed twice.
+func (f *feed) watch(rv string, requested time.Duration) (next string, events int, relist bool, err error) {
+	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	// A cluster that takes the connection but does not answer is given ListTimeout, as a list is.
 	answer := time.AfterFunc(f.c.listTimeout(), cancel)
@@ -250,41 +204,79 @@ func (f *feed) watch(ctx context.Context, rv string, requested time.Duration) (s
 		err = fmt.Errorf("watch %s in workload cluster %s: no answer within %s", f.key.gvk.Kind, f.cluster.Name, f.c.listTimeout())
 	}
 	if err != nil {
-		return rv, 0, err
+		return rv, 0, false, err
 	}
 	defer w.Stop()
-	f.hear()
-	f.watching.Store(true)
-	defer f.watching.Store(false)
-	events := 0
-	for ev := range w.ResultChan() {
-		events++
-		f.hear()
-		switch ev.Type {
-		case watch.Error:
-			return rv, events, apierrors.FromObject(ev.Object)
-		case watch.Bookmark:
-			if o, err := meta.Accessor(ev.Object); err == nil {
-				rv = o.GetResourceVersion()
+	heard := time.Now()
+	quiet := time.NewTimer(f.quietWatch())
+	defer quiet.Stop()
+	differed := false // the last heartbeat differed: the next, a second later, decides
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, events, false, ctx.Err()
+		case <-quiet.C:
+			if left := f.quietWatch() - time.Since(heard); left > 0 && !differed {
+				quiet.Reset(left)
+				continue
 			}
-			continue
+			holds, err := f.heartbeat()
+			switch {
+			case err != nil, !holds && differed:
+				return rv, events, true, nil
+			case !holds:
+				differed = true
+				quiet.Reset(time.Second)
+			default:
+				differed, heard = false, time.Now()
+				quiet.Reset(f.quietWatch())
+			}
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return rv, events, false, nil
+			}
+			events++
+			heard = time.Now()
+			switch ev.Type {
+			case watch.Error:
+				return rv, events, false, apierrors.FromObject(ev.Object)
+			case watch.Bookmark:
+				if o, err := meta.Accessor(ev.Object); err == nil {
+					rv = o.GetResourceVersion()
+				}
+				continue
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				return rv, events, false, fmt.Errorf("watch %s in workload cluster %s: unexpected %T", f.key.gvk.Kind, f.cluster.Name, ev.Object)
+			}
+			rv = u.GetResourceVersion()
+			u.SetManagedFields(nil) // health never reads them
+			f.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(f.items, u.GetName())
+			} else {
+				f.items[u.GetName()] = u
+			}
+			f.mu.Unlock()
+			f.publishItems()
 		}
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			return rv, events, fmt.Errorf("watch %s in workload cluster %s: unexpected %T", f.key.gvk.Kind, f.cluster.Name, ev.Object)
-		}
-		rv = u.GetResourceVersion()
-		u.SetManagedFields(nil) // health never reads them
-		f.mu.Lock()
-		if ev.Type == watch.Deleted {
-			delete(f.items, u.GetName())
-		} else {
-			f.items[u.GetName()] = u
-		}
-		f.mu.Unlock()
-		f.publishItems()
 	}
-	return rv, events, nil
+}
+
+// beatFor follows the objects without a watch, by a heartbeat every interval, for d: it reports
+// whether every heartbeat held (false: list).
+func (f *feed) beatFor(d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		sleep(f.ctx, f.interval)
+		if f.ctx.Err() != nil {
+			return false
+		}
+		if holds, err := f.heartbeat(); err != nil || !holds {
+			return false
+		}
+	}
+	return true
 }
 
 // list lists the objects (for ListTimeout at most) and makes them, or the failure, the cluster's
@@ -312,26 +304,16 @@ func (f *feed) list() (string, error) {
 	return list.GetResourceVersion(), nil
 }
 
-// heartbeat lists the objects' metadata and reports whether the feed can go on: the cluster
-// answered, with the objects the feed has (a change the watch is bringing has a second to land).
-// A failure is left to the list that follows to report.
-func (f *feed) heartbeat(ctx context.Context) bool {
-	for range 2 {
-		reqCtx, cancel := context.WithTimeout(ctx, f.c.listTimeout())
-		list, err := f.meta.List(reqCtx, metav1.ListOptions{})
-		cancel()
-		if err != nil || ctx.Err() != nil {
-			return false
-		}
-		if f.holds(list) {
-			return true
-		}
-		if !f.watching.Load() {
-			return false
-		}
-		sleep(ctx, time.Second)
+// heartbeat lists the objects' metadata (for ListTimeout at most) and reports whether they are
+// the feed's; a failure is left to the list that follows to report.
+func (f *feed) heartbeat() (bool, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, f.c.listTimeout())
+	defer cancel()
+	list, err := f.meta.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
 	}
-	return false
+	return f.holds(list), nil
 }
 
 // holds reports whether the feed's objects are those of list, at the same resourceVersions.

@@ -56,13 +56,20 @@ type polled struct {
 	// cluster holds what Clients need: the name, namespace and kubeConfigSecretRef.
 	cluster  *v1alpha1.WorkloadCluster
 	watchers map[client.ObjectKey]Target
-	stop     context.CancelFunc // nil until polling started
-	// kick wakes the cluster's check before its time: a watcher came, or follows something else.
-	kick chan struct{}
-	// recheck wakes it while the cluster answers (a failing one is checked every interval anyway,
-	// and its own check's failures must not wake it again): its client was replaced or dropped,
-	// or a request failed.
-	recheck chan struct{}
+
+	// The cluster's checks, scheduled by a timer and run in its goroutine, one at a time: an
+	// idle cluster has no goroutine of its own. The fields below are the Poller's to guard.
+	ctx   context.Context
+	stop  context.CancelFunc // nil until polling started
+	timer *time.Timer        // the next check
+	feeds map[listKey]*feed  // the running check's
+	// begun: the first check (at a random point of the first interval) has come; running: a
+	// check runs; kicked, rechecked: a watcher or a recheck woke the cluster while it ran.
+	begun, running, kicked, rechecked bool
+	// answers: the last check found every list answering; only then does a recheck wake the
+	// cluster (a failing one is checked every interval anyway, and its own check's failures
+	// must not wake it again).
+	answers bool
 }
 
 // Watch makes watcher follow target in cluster (instead of what it followed before).
@@ -75,7 +82,7 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	}
 	pc := p.clusters[id]
 	if pc == nil {
-		pc = &polled{watchers: map[client.ObjectKey]Target{}, kick: make(chan struct{}, 1), recheck: make(chan struct{}, 1)}
+		pc = &polled{watchers: map[client.ObjectKey]Target{}}
 		if p.clusters == nil {
 			p.clusters, p.watchers = map[client.ObjectKey]*polled{}, map[client.ObjectKey]client.ObjectKey{}
 		}
@@ -89,11 +96,8 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	pc.cluster.Spec.KubeConfigSecretRef = cluster.Spec.KubeConfigSecretRef.DeepCopy()
 	pc.watchers[watcher] = target
 	p.watchers[watcher] = id
-	if !had || old != target || moved {
-		select {
-		case pc.kick <- struct{}{}:
-		default:
-		}
+	if (!had || old != target || moved) && pc.begun {
+		p.wake(pc, false) // before the first check, that check sees it
 	}
 	if p.ctx != nil && pc.stop == nil {
 		p.start(id, pc)
@@ -143,61 +147,89 @@ func (p *Poller) Start(ctx context.Context) error {
 func (p *Poller) recheck(id client.ObjectKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pc := p.clusters[id]; pc != nil {
-		select {
-		case pc.recheck <- struct{}{}:
-		default:
-		}
+	if pc := p.clusters[id]; pc != nil && (pc.answers || pc.running) {
+		p.wake(pc, true)
 	}
 }
 
+// wake checks the cluster now, or once more when the check under way ends (a recheck only if
+// that check finds the cluster answering); the caller holds p.mu.
+func (p *Poller) wake(pc *polled, recheck bool) {
+	switch {
+	case pc.timer == nil:
+	case pc.running && recheck:
+		pc.rechecked = true
+	case pc.running:
+		pc.kicked = true
+	default:
+		pc.timer.Reset(0)
+	}
+}
+
+// start follows the cluster: its checks come from a timer, the first at a random point of the
+// first interval (the watcher has just read the object itself), so that the clusters of a fleet
+// watched at once start their watches spread over the interval instead of together. When ctx
+// ends (the cluster is no longer watched, or the poller stops), its feeds are halted, by the check
+// under way if there is one. The caller holds p.mu.
 func (p *Poller) start(id client.ObjectKey, pc *polled) {
-	ctx, cancel := context.WithCancel(p.ctx)
-	pc.stop = cancel
-	go p.run(ctx, id, pc.kick, pc.recheck)
+	pc.ctx, pc.stop = context.WithCancel(p.ctx)
+	pc.feeds = map[listKey]*feed{}
+	first := time.Duration(rand.Int64N(int64(p.Interval))) + time.Millisecond
+	pc.timer = time.AfterFunc(first, func() { p.run(id, pc) })
+	context.AfterFunc(pc.ctx, func() {
+		p.mu.Lock()
+		pc.timer.Stop()
+		var feeds map[listKey]*feed
+		if !pc.running {
+			feeds, pc.feeds = pc.feeds, nil
+		}
+		p.mu.Unlock()
+		halt(feeds)
+	})
 }
 
-// run follows one cluster: a feed (a watch) per kind and namespace its watchers follow, checked
-// when a watcher comes or follows something else (kick), every interval while the cluster fails,
-// and while it answers every KubeconfigMaxAge (when the kubeconfig is due to be read again) or
-// when its client is replaced, dropped or fails (recheck). The first check comes at a random
-// point of the first interval (the watcher has just read the object itself), so that the clusters
-// of a fleet watched at once start their watches spread over the interval instead of together.
-func (p *Poller) run(ctx context.Context, id client.ObjectKey, kick, recheck <-chan struct{}) {
-	every := p.Interval
-	if !sleepUnless(ctx, time.Duration(rand.Int64N(int64(every)))+time.Millisecond, nil, nil) {
-		return
+// run checks the cluster (its timer's goroutine): a feed (a watch) per kind and namespace its
+// watchers follow, checked when a watcher comes or follows something else, every interval while
+// the cluster fails, and while it answers every KubeconfigMaxAge (when the kubeconfig is due to
+// be read again) or when its client is replaced, dropped or fails (recheck).
+func (p *Poller) run(id client.ObjectKey, pc *polled) {
+	p.mu.Lock()
+	if pc.running || pc.ctx.Err() != nil {
+		p.mu.Unlock()
+		return // fired twice (a wake reset the timer as it fired): the check under way began after the wake
 	}
-	feeds := map[listKey]*feed{}
-	defer func() {
-		for _, f := range feeds {
-			f.halt()
-		}
-	}()
+	pc.begun, pc.running = true, true
+	ctx, feeds := pc.ctx, pc.feeds
 	for {
-		wait, rechecked := every, (<-chan struct{})(nil)
-		if p.check(ctx, id, feeds) {
-			wait, rechecked = KubeconfigMaxAge, recheck
-		}
-		if !sleepUnless(ctx, wait, kick, rechecked) {
+		pc.kicked, pc.rechecked = false, false
+		p.mu.Unlock()
+		answers := p.check(ctx, id, feeds)
+		p.mu.Lock()
+		if ctx.Err() != nil {
+			pc.feeds, pc.running = nil, false
+			p.mu.Unlock()
+			halt(feeds)
 			return
 		}
+		pc.answers = answers
+		if !pc.kicked && (!answers || !pc.rechecked) {
+			break
+		}
 	}
+	pc.running = false
+	wait := p.Interval
+	if pc.answers {
+		wait = KubeconfigMaxAge
+	}
+	pc.timer.Reset(wait)
+	p.mu.Unlock()
 }
 
-// sleepUnless waits d or until kick or recheck (nil: never), and reports whether ctx is still
-// alive.
-func sleepUnless(ctx context.Context, d time.Duration, kick, recheck <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	case <-kick:
-	case <-recheck:
+// halt stops feeds and waits for them.
+func halt(feeds map[listKey]*feed) {
+	for _, f := range feeds {
+		f.halt()
 	}
-	return true
 }
 
 // check makes feeds follow what the cluster's watchers follow, through the cluster's current

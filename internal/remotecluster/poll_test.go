@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -192,6 +193,11 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("the poller began with %d lists and %d watches, want one of each", got, watches.Load())
 	}
 	quiet(6, "after the watches began")
+	// A followed cluster costs its feed's one goroutine (client-go's for the watch aside): none
+	// waits for its next check.
+	if f, c := goroutines(t, "remotecluster.(*feed)"), goroutines(t, "remotecluster.(*Poller).run"); f != 1 || c != 0 {
+		t.Fatalf("a quiet cluster with one feed: %d goroutines in its feed, %d in the poller's checks; want 1 and 0", f, c)
+	}
 
 	update := func(name string) {
 		t.Helper()
@@ -317,6 +323,9 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	if n := openWatches.Load(); n != 0 {
 		t.Fatalf("%d watches still open after every watcher left", n)
 	}
+	if f, c := goroutines(t, "remotecluster.(*feed)"), goroutines(t, "remotecluster.(*Poller).run"); f != 0 || c != 0 {
+		t.Fatalf("after every watcher left: %d goroutines in feeds, %d in the poller's checks; want none", f, c)
+	}
 	before, beforeWatches = lists.Load(), watches.Load()
 	update("c")
 	time.Sleep(4 * interval)
@@ -326,6 +335,22 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	if got := take(); len(got) != 0 {
 		t.Fatalf("notified %v after every watch ended", got)
 	}
+}
+
+// goroutines counts the goroutines whose stack calls a function whose name contains fn.
+func goroutines(t *testing.T, fn string) int {
+	t.Helper()
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for g := range strings.SplitSeq(b.String(), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestKnownKindsAreMappedWithoutDiscovery: a workload cluster's client maps the kinds set in

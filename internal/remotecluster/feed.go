@@ -65,7 +65,7 @@ type feed struct {
 }
 
 // HeartbeatIntervals is how many health intervals make a heartbeat period (one minute at the
-// default interval): how often a cluster that answers is checked, and the unit of quietWatch.
+// default interval): the unit of quietWatch.
 const HeartbeatIntervals = 6
 
 // quietWatch is how long an open watch may bring nothing before the feed lists its objects'
@@ -92,8 +92,8 @@ const (
 )
 
 // follow starts a feed of key's objects in cluster through its current client (the caller has
-// just made sure of it with For); changed is called
-// (from the feed's goroutines) after each change the feed writes to the cache. interval is the
+// just made sure of it with For); changed is called (from the feed's goroutine) after each
+// change the feed writes to the cache. interval is the
 // health interval: the heartbeat's unit, and the cap of the backoff between two lists of a
 // cluster that fails, so a failing cluster is asked about once per interval and recovers within
 // one.
@@ -186,12 +186,14 @@ func (f *feed) follow(rv string, retry *wait.Backoff) {
 	}
 }
 
-// watch watches from rv until the server ends the watch (nil error) or it fails, applying each
-// event to the feed's objects; it returns the resourceVersion to go on from and how many events
-// (bookmarks included) came. A watch that brought something within quietWatch proves the
-// cluster answers; one quiet that long is checked by a heartbeat, and one that differs gets a
-// second for what the watch is bringing to land before the next decides: relist is true when a
-// heartbeat failed or differed twice.
+// watch watches from rv until the server ends the watch (nil error), it fails, a heartbeat says
+// to list (relist) or the feed is stopped, applying each event to the feed's objects; it returns
+// the resourceVersion to go on from and how many events (bookmarks included) came. A watch that
+// brought something within quietWatch proves the cluster answers; after that long without a
+// word, a heartbeat checks the cluster. A heartbeat that differs is taken again a second later,
+// while the watch's events land; relist: a heartbeat failed, or differed twice (or differed and
+// the watch ended before the second). While a heartbeat waits for its answer (ListTimeout at
+// most), the watch's events wait in its stream.
 func (f *feed) watch(rv string, requested time.Duration) (next string, events int, relist bool, err error) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -233,7 +235,7 @@ func (f *feed) watch(rv string, requested time.Duration) (next string, events in
 			}
 		case ev, open := <-w.ResultChan():
 			if !open {
-				return rv, events, false, nil
+				return rv, events, differed, nil
 			}
 			events++
 			heard = time.Now()

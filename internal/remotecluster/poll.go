@@ -35,7 +35,8 @@ type Poller struct {
 	// Interval is how often each followed cluster's feeds are checked, and the longest wait
 	// between two lists of a cluster that fails (required).
 	Interval time.Duration
-	// Notify is called, from the poller's goroutines, with a watcher whose object changed.
+	// Notify is called, from the poller's checks and its feeds' goroutines, with a watcher whose
+	// object changed.
 	Notify func(ctx context.Context, watcher client.ObjectKey)
 
 	mu       sync.Mutex
@@ -58,7 +59,8 @@ type polled struct {
 	watchers map[client.ObjectKey]Target
 
 	// The cluster's checks, scheduled by a timer and run in its goroutine, one at a time: an
-	// idle cluster has no goroutine of its own. The fields below are the Poller's to guard.
+	// idle cluster has no goroutine of its own. The fields below are guarded by the Poller's mu,
+	// except feeds, which only the running check touches.
 	ctx   context.Context
 	stop  context.CancelFunc // nil until polling started
 	timer *time.Timer        // the next check
@@ -97,7 +99,7 @@ func (p *Poller) Watch(watcher client.ObjectKey, cluster *v1alpha1.WorkloadClust
 	pc.watchers[watcher] = target
 	p.watchers[watcher] = id
 	if (!had || old != target || moved) && pc.begun {
-		p.wake(pc, false) // before the first check, that check sees it
+		p.wake(pc, false) // before the first check (not begun), that check sees the change
 	}
 	if p.ctx != nil && pc.stop == nil {
 		p.start(id, pc)
@@ -175,10 +177,11 @@ func (p *Poller) start(id client.ObjectKey, pc *polled) {
 	pc.ctx, pc.stop = context.WithCancel(p.ctx)
 	pc.feeds = map[listKey]*feed{}
 	first := time.Duration(rand.Int64N(int64(p.Interval))) + time.Millisecond
-	pc.timer = time.AfterFunc(first, func() { p.run(id, pc) })
+	timer := time.AfterFunc(first, func() { p.run(id, pc) })
+	pc.timer = timer
 	context.AfterFunc(pc.ctx, func() {
 		p.mu.Lock()
-		pc.timer.Stop()
+		timer.Stop()
 		var feeds map[listKey]*feed
 		if !pc.running {
 			feeds, pc.feeds = pc.feeds, nil
@@ -196,14 +199,16 @@ func (p *Poller) run(id client.ObjectKey, pc *polled) {
 	p.mu.Lock()
 	if pc.running || pc.ctx.Err() != nil {
 		p.mu.Unlock()
-		return // fired twice (a wake reset the timer as it fired): the check under way began after the wake
+		// Fired twice (a wake reset the timer as it fired: the check under way began after the
+		// wake), or the cluster is no longer followed.
+		return
 	}
 	pc.begun, pc.running = true, true
 	ctx, feeds := pc.ctx, pc.feeds
 	for {
 		pc.kicked, pc.rechecked = false, false
 		p.mu.Unlock()
-		answers := p.check(ctx, id, feeds)
+		answers := p.check(ctx, id, pc, feeds)
 		p.mu.Lock()
 		if ctx.Err() != nil {
 			pc.feeds, pc.running = nil, false
@@ -237,10 +242,9 @@ func halt(feeds map[listKey]*feed) {
 // that cannot be read is every list's answer until it can), and notifies every watcher whose
 // object is not what it last read. Apart from the kubeconfig Secret, read again every
 // KubeconfigMaxAge, it makes no request. It reports whether every list has a feed and answers.
-func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listKey]*feed) bool {
+func (p *Poller) check(ctx context.Context, id client.ObjectKey, pc *polled, feeds map[listKey]*feed) bool {
 	p.mu.Lock()
-	pc := p.clusters[id]
-	if pc == nil {
+	if p.clusters[id] != pc {
 		p.mu.Unlock()
 		return false
 	}
@@ -271,7 +275,7 @@ func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listK
 			ferr := err
 			if ferr == nil {
 				var f *feed
-				if f, ferr = p.Clients.follow(ctx, cluster, k, p.Interval, func() { p.compare(ctx, id, k) }); ferr == nil {
+				if f, ferr = p.Clients.follow(ctx, cluster, k, p.Interval, func() { p.compare(ctx, id, pc, k) }); ferr == nil {
 					feeds[k] = f
 				}
 			}
@@ -280,7 +284,7 @@ func (p *Poller) check(ctx context.Context, id client.ObjectKey, feeds map[listK
 				p.Clients.keep(cluster, k, ferr)
 			}
 		}
-		if l, ok := p.compare(ctx, id, k); !ok || l.err != nil || feeds[k] == nil {
+		if l, ok := p.compare(ctx, id, pc, k); !ok || l.err != nil || feeds[k] == nil {
 			answers = false
 		}
 	}
@@ -294,10 +298,9 @@ type follower struct {
 
 // compare notifies the watchers of key in the cluster whose object, as the cache has it now, is
 // not what they last read; it returns that answer, if there is one.
-func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) (cachedList, bool) {
+func (p *Poller) compare(ctx context.Context, id client.ObjectKey, pc *polled, key listKey) (cachedList, bool) {
 	p.mu.Lock()
-	pc := p.clusters[id]
-	if pc == nil {
+	if p.clusters[id] != pc {
 		p.mu.Unlock()
 		return cachedList{}, false
 	}
@@ -315,7 +318,7 @@ func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) 
 	}
 	for _, f := range followers {
 		seen := Seen(answer.items[f.target.Name], answer.err)
-		if seen != f.target.Seen && p.saw(id, f, seen) {
+		if seen != f.target.Seen && p.saw(id, pc, f, seen) {
 			p.Notify(ctx, f.watcher)
 		}
 	}
@@ -324,11 +327,10 @@ func (p *Poller) compare(ctx context.Context, id client.ObjectKey, key listKey) 
 
 // saw records that f's object is now seen as seen, unless f's watch changed meanwhile (its own
 // read is newer): it reports whether f is to be told.
-func (p *Poller) saw(id client.ObjectKey, f follower, seen string) bool {
+func (p *Poller) saw(id client.ObjectKey, pc *polled, f follower, seen string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pc := p.clusters[id]
-	if pc == nil || pc.watchers[f.watcher] != f.target {
+	if p.clusters[id] != pc || pc.watchers[f.watcher] != f.target {
 		return false
 	}
 	t := f.target

@@ -195,8 +195,14 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	quiet(6, "after the watches began")
 	// A followed cluster costs its feed's one goroutine (client-go's for the watch aside): none
 	// waits for its next check.
-	if f, c := goroutines(t, "remotecluster.(*feed)"), goroutines(t, "remotecluster.(*Poller).run"); f != 1 || c != 0 {
-		t.Fatalf("a quiet cluster with one feed: %d goroutines in its feed, %d in the poller's checks; want 1 and 0", f, c)
+	for deadline := time.Now().Add(10 * interval); ; time.Sleep(interval / 10) {
+		f, c := goroutines(t, feedGoroutine), goroutines(t, pollerGoroutine)
+		if f == 1 && c == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a quiet cluster with one feed: %d goroutines in its feed, %d in the poller's checks; want 1 and 0", f, c)
+		}
 	}
 
 	update := func(name string) {
@@ -323,8 +329,14 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	if n := openWatches.Load(); n != 0 {
 		t.Fatalf("%d watches still open after every watcher left", n)
 	}
-	if f, c := goroutines(t, "remotecluster.(*feed)"), goroutines(t, "remotecluster.(*Poller).run"); f != 0 || c != 0 {
-		t.Fatalf("after every watcher left: %d goroutines in feeds, %d in the poller's checks; want none", f, c)
+	for deadline := time.Now().Add(10 * interval); ; time.Sleep(interval / 10) {
+		f, c := goroutines(t, feedGoroutine), goroutines(t, pollerGoroutine)
+		if f == 0 && c == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after every watcher left: %d goroutines in feeds, %d in the poller's checks; want none", f, c)
+		}
 	}
 	before, beforeWatches = lists.Load(), watches.Load()
 	update("c")
@@ -336,6 +348,13 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("notified %v after every watch ended", got)
 	}
 }
+
+// The functions a feed's goroutine and the poller's (a check from its timer, a cluster's
+// teardown) begin in, as stack traces name them.
+const (
+	feedGoroutine   = "remotecluster.(*feed).run("
+	pollerGoroutine = "remotecluster.(*Poller).start.func"
+)
 
 // goroutines counts the goroutines whose stack calls a function whose name contains fn.
 func goroutines(t *testing.T, fn string) int {

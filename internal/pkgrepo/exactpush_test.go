@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -189,7 +190,8 @@ func madeFetch(requests []string) bool {
 // first; another writer's commit since the poll is found by the push, and other credentials
 // than the poll's fetch first. A server that offers no atomic push is found out by the first
 // publish, which then fetches and pushes with go-git's push; for an hour after, every publish
-// fetches first, without trying the exact push again.
+// fetches first, without trying the exact push again; then the server is asked again (the test
+// moves the Store's clock), and once it offers atomic pushes, publishes push exactly again.
 func TestPublishAfterAPoll(t *testing.T) {
 	record, taken := recordRequests()
 	srv := gittest.NewServer(t, record)
@@ -255,5 +257,32 @@ func TestPublishAfterAPoll(t *testing.T) {
 	}
 	if advertisements[0] != advertisements[1]+1 {
 		t.Errorf("advertisements for the push, first and second publish: %v; want one fewer the second time", advertisements)
+	}
+
+	// An hour on, the server is asked again: still without atomic pushes, the exact push is
+	// tried and refused once more before go-git's push; once it offers them, the publish pushes
+	// exactly, without a fetch first.
+	later := func(d time.Duration) { pkgrepo.SetClock(store, func() time.Time { return time.Now().Add(d) }) }
+	later(pkgrepo.AtomicRecheck + time.Minute)
+	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b", "c")})
+	got := taken()
+	if res.Revision != 3 || gittest.Branches(t, srv.Dir("old"))["main"] != res.Commit || !madeFetch(got) ||
+		strings.Count(strings.Join(got, ","), "GET refs?git-receive-pack") != advertisements[0] {
+		t.Errorf("publish an hour later to a server still without atomic pushes = %+v, requests %v; want v3 on main, the exact push tried again (%d advertisements for the push) and a fetch", res, got, advertisements[0])
+	}
+	if out, err := exec.Command("git", "-C", srv.Dir("old"), "config", "receive.advertiseAtomic", "true").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v: %s", err, out)
+	}
+	res = publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b", "c", "d")})
+	if got := taken(); res.Revision != 4 || !madeFetch(got) {
+		t.Errorf("publish within the hour after the server was found without atomic pushes = %+v, requests %v; want v4 and a fetch first", res, got)
+	}
+	later(2*pkgrepo.AtomicRecheck + 2*time.Minute)
+	res = publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", "b")})
+	if diff := cmp.Diff([]string{"GET refs?git-receive-pack", "POST git-receive-pack"}, taken()); diff != "" {
+		t.Errorf("publish an hour later to a server that now offers atomic pushes: requests (-want +got):\n%s", diff)
+	}
+	if res.Revision != 5 || gittest.Branches(t, srv.Dir("old"))["main"] != res.Commit {
+		t.Errorf("publish to a server that now offers atomic pushes = %+v; want v5 on main", res)
 	}
 }

@@ -34,15 +34,15 @@ type fleet struct {
 	// i mod shards (label shardLabel), the catalog to shard 0, and every set has one copy per
 	// shard, which targets that shard's clusters and names its deployments as the set would.
 	shards int
-	// health gives every cluster a kubeconfig (the Secret workloadSecret, one workload API
-	// server for all) and the Flux engine with its objects in a namespace of the cluster's name,
+	// health gives every cluster a kubeconfig (its Secret workloadSecret: one workload API server
+	// for all, each cluster at an address of its own) and the Flux engine with its objects in a namespace of the cluster's name,
 	// so flotilla bootstraps each cluster and reads its health back without two clusters writing
 	// one object.
 	health bool
 }
 
-// workloadSecret holds the kubeconfig of the workload API server (--idle).
-const workloadSecret = "workload-kubeconfig"
+// workloadSecret names the Secret with cluster's kubeconfig for the workload API server (--idle).
+func workloadSecret(cluster string) string { return cluster + "-kubeconfig" }
 
 func (f fleet) cluster(i int) string { return fmt.Sprintf("c-%05d", i) }
 func (f fleet) set(i int) string     { return fmt.Sprintf("s-%02d", i) }
@@ -145,7 +145,7 @@ func (f fleet) objects(catalogURL string, clusterURL func(cluster string) string
 			},
 		}
 		if f.health {
-			c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: workloadSecret, Key: "value"}
+			c.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: workloadSecret(f.cluster(i)), Key: "value"}
 			c.Spec.Sync.Engine = v1alpha1.EngineFlux
 			c.Spec.Sync.Flux = &v1alpha1.FluxSync{Namespace: f.cluster(i)}
 		}

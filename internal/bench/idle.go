@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
 	repositoryctrl "github.com/flotilla-dev/flotilla/internal/controller/repository"
@@ -60,10 +63,13 @@ type Idle struct {
 }
 
 // startWorkload starts the workload API server every cluster's kubeconfig points at, with a
-// namespace per cluster for its Flux objects, and returns the Secret with its kubeconfig.
-func (b *run) startWorkload(ctx context.Context) (*corev1.Secret, error) {
+// namespace per cluster for its Flux objects, and returns each cluster's kubeconfig Secret. Each
+// kubeconfig reaches the server at an address of its own (loopbackAddress), so that every
+// cluster has a connection of its own, as a fleet's clusters do: one address for all would let
+// client-go carry every cluster's watch over one HTTP/2 connection.
+func (b *run) startWorkload(ctx context.Context) ([]client.Object, error) {
 	b.progressf("starting the workload API server (health read back from %d clusters)...", b.f.clusters)
-	env, err := testenv.Start()
+	env, err := testenv.StartOnEveryLoopbackAddress()
 	if err != nil {
 		return nil, fmt.Errorf("start the workload API server: %w", err)
 	}
@@ -85,11 +91,43 @@ func (b *run) startWorkload(ctx context.Context) (*corev1.Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the clusters' namespaces on the workload API server: %w", err)
 	}
-	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: workloadSecret, Namespace: namespace},
-		Data:       map[string][]byte{"value": kc},
-	}, nil
+	secrets := make([]client.Object, len(names))
+	for i, name := range names {
+		data, err := atAddress(kc, loopbackAddress(i))
+		if err != nil {
+			return nil, err
+		}
+		secrets[i] = &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: workloadSecret(name), Namespace: namespace},
+			Data:       map[string][]byte{"value": data},
+		}
+	}
+	return secrets, nil
+}
+
+// loopbackAddress is the address cluster i reaches the workload API server at: 127.0.0.2 and
+// on, 250 to a /24.
+func loopbackAddress(i int) string {
+	return fmt.Sprintf("127.0.%d.%d", i/250, 2+i%250)
+}
+
+// atAddress returns kubeconfig with its server at host instead, the server's certificate checked
+// for the name it has (localhost).
+func atAddress(kubeconfig []byte, host string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			return nil, err
+		}
+		u.Host = net.JoinHostPort(host, u.Port())
+		c.Server, c.TLSServerName = u.String(), "localhost"
+	}
+	return clientcmd.Write(*cfg)
 }
 
 // IdleProfileTail is how long the idle profile runs after the window, so that its encoding falls
@@ -247,7 +285,7 @@ func (r *Report) printIdle(w io.Writer) error {
 	if secs <= 0 {
 		return nil
 	}
-	health := "health read back from every cluster (one workload API server, a namespace per cluster)"
+	health := "health read back from every cluster (one workload API server, reached at an address and over a connection per cluster, a namespace per cluster)"
 	if r.Transport != TransportHTTP {
 		health = "health not read back (Flux cannot sync file:// repositories: run --transport http for it)"
 	}

@@ -177,12 +177,12 @@ func (b *run) setup(ctx context.Context) error {
 	}
 	objs := b.f.objects(b.catalogURL, func(c string) string { return b.url(repoDir(b.repos, c)) }, func(int) string { return "v1" })
 	if b.f.health {
-		secret, err := b.startWorkload(ctx)
+		secrets, err := b.startWorkload(ctx)
 		if err != nil {
 			stop()
 			return err
 		}
-		objs = append(objs, secret)
+		objs = append(objs, secrets...)
 	}
 	b.progressf("creating %d objects...", len(objs))
 	start := time.Now()

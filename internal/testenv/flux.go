@@ -35,7 +35,7 @@ func StartWorkload(dir string) (*Workload, error) {
 	if bin == "" {
 		return nil, errNoFlux
 	}
-	env, err := start(filepath.Join(SharedCRDs(), "flux"))
+	env, err := start(nil, filepath.Join(SharedCRDs(), "flux"))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/internal/controller"
+	"github.com/flotilla-dev/flotilla/internal/localaddr"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 	"github.com/flotilla-dev/flotilla/internal/scheme"
 )
@@ -56,7 +58,37 @@ func SharedCRDs() string {
 // third-party GitOps CRDs. Call it from TestMain; it fails when KUBEBUILDER_ASSETS is unset (run
 // the tests with `make test`).
 func Start() (*Env, error) {
-	e, err := start(
+	return startServing(nil)
+}
+
+// StartOnEveryLoopbackAddress starts an API server as Start does, bound to every local address
+// instead of 127.0.0.1 alone, so that clients can reach it at distinct loopback addresses
+// (127.0.0.0/8), each address a connection of its own, as a fleet's clusters are. Its serving
+// certificate names localhost: a client at another address says so (tls-server-name).
+func StartOnEveryLoopbackAddress() (*Env, error) {
+	var err error
+	for range localaddr.Attempts {
+		var addrs []string
+		if addrs, err = localaddr.Free(1); err != nil {
+			return nil, err
+		}
+		_, port, _ := strings.Cut(addrs[0], ":")
+		var e *Env
+		e, err = startServing(func(api *envtest.APIServer) {
+			serving := &api.SecureServing
+			serving.Address, serving.Port = "0.0.0.0", port
+		})
+		if err == nil {
+			return e, nil
+		}
+	}
+	return nil, err
+}
+
+// startServing starts the API server of Start, its serving address set by serve (nil: envtest's
+// default, a free port on 127.0.0.1).
+func startServing(serve func(*envtest.APIServer)) (*Env, error) {
+	e, err := start(serve,
 		filepath.Join(Root(), "config", "crd", "bases"),
 		filepath.Join(SharedCRDs(), "configsync"),
 		filepath.Join(SharedCRDs(), "argocd"),
@@ -74,8 +106,9 @@ func Start() (*Env, error) {
 	return e, nil
 }
 
-// start starts an API server serving the CRDs in crdDirs.
-func start(crdDirs ...string) (*Env, error) {
+// start starts an API server serving the CRDs in crdDirs, its serving address set by serve (nil:
+// envtest's default).
+func start(serve func(*envtest.APIServer), crdDirs ...string) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errNoAssets
 	}
@@ -98,6 +131,9 @@ func start(crdDirs ...string) (*Env, error) {
 		// The same for the API server's own start (default 20 s): test/fleet starts four at once.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if serve != nil {
+		serve(env.ControlPlane.GetAPIServer())
 	}
 	cfg, err := env.Start()
 	if err != nil {

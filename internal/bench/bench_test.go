@@ -167,8 +167,8 @@ func TestBenchIdle(t *testing.T) {
 			t.Errorf("profile %s: %v, %d bytes; want a gzipped profile", p, err, len(data))
 		}
 	}
-	// Health follows each of the two clusters with goroutines of its own (at least the cluster's
-	// poll loop and a feed's watch).
+	// Health follows each of the two clusters with goroutines of its own (its feed's, client-go's
+	// for the watch, its connection's).
 	if idle.Goroutines < 4 || idle.StackBytes < 64<<10 {
 		t.Errorf("idle: controller goroutines %v, stacks %v bytes; want the controller's /metrics read (go_goroutines, go_memstats_stack_inuse_bytes)", idle.Goroutines, idle.StackBytes)
 	}

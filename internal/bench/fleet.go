@@ -35,9 +35,9 @@ type fleet struct {
 	// shard, which targets that shard's clusters and names its deployments as the set would.
 	shards int
 	// health gives every cluster a kubeconfig (its Secret workloadSecret: one workload API server
-	// for all, each cluster at an address of its own) and the Flux engine with its objects in a namespace of the cluster's name,
-	// so flotilla bootstraps each cluster and reads its health back without two clusters writing
-	// one object.
+	// for all, each cluster at an address of its own) and the Flux engine with its objects in a
+	// namespace of the cluster's name, so flotilla bootstraps each cluster and reads its health
+	// back without two clusters writing one object.
 	health bool
 }
 

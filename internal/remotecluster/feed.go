@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,8 +59,9 @@ type feed struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu    sync.Mutex
-	items map[string]*unstructured.Unstructured // what the last list and the watch since brought
+	// items are what the last list and the watch since brought; only the feed's goroutine reads
+	// and writes them (it publishes copies).
+	items map[string]*unstructured.Unstructured
 }
 
 // HeartbeatIntervals is how many health intervals make a heartbeat period (one minute at the
@@ -254,13 +254,11 @@ func (f *feed) watch(rv string, requested time.Duration) (next string, events in
 			}
 			rv = u.GetResourceVersion()
 			u.SetManagedFields(nil) // health never reads them
-			f.mu.Lock()
 			if ev.Type == watch.Deleted {
 				delete(f.items, u.GetName())
 			} else {
 				f.items[u.GetName()] = u
 			}
-			f.mu.Unlock()
 			f.publishItems()
 		}
 	}
@@ -299,9 +297,7 @@ func (f *feed) list() (string, error) {
 		list.Items[i].SetManagedFields(nil)
 		items[list.Items[i].GetName()] = &list.Items[i]
 	}
-	f.mu.Lock()
 	f.items = items
-	f.mu.Unlock()
 	f.publishItems()
 	return list.GetResourceVersion(), nil
 }
@@ -320,8 +316,6 @@ func (f *feed) heartbeat() (bool, error) {
 
 // holds reports whether the feed's objects are those of list, at the same resourceVersions.
 func (f *feed) holds(list *metav1.PartialObjectMetadataList) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if len(list.Items) != len(f.items) {
 		return false
 	}
@@ -336,9 +330,7 @@ func (f *feed) holds(list *metav1.PartialObjectMetadataList) bool {
 
 // publishItems writes the feed's objects to the cache as the cluster's answer.
 func (f *feed) publishItems() {
-	f.mu.Lock()
 	items := maps.Clone(f.items)
-	f.mu.Unlock()
 	if items == nil {
 		items = map[string]*unstructured.Unstructured{}
 	}

@@ -195,15 +195,7 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	quiet(6, "after the watches began")
 	// A followed cluster costs its feed's one goroutine (client-go's for the watch aside): none
 	// waits for its next check.
-	for deadline := time.Now().Add(10 * interval); ; time.Sleep(interval / 10) {
-		f, c := goroutines(t, feedGoroutine), goroutines(t, pollerGoroutine)
-		if f == 1 && c == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a quiet cluster with one feed: %d goroutines in its feed, %d in the poller's checks; want 1 and 0", f, c)
-		}
-	}
+	settled(t, 10*interval, 1, "a quiet cluster with one feed")
 
 	update := func(name string) {
 		t.Helper()
@@ -329,15 +321,7 @@ func TestPollerNotifiesOnlyWhatChanged(t *testing.T) {
 	if n := openWatches.Load(); n != 0 {
 		t.Fatalf("%d watches still open after every watcher left", n)
 	}
-	for deadline := time.Now().Add(10 * interval); ; time.Sleep(interval / 10) {
-		f, c := goroutines(t, feedGoroutine), goroutines(t, pollerGoroutine)
-		if f == 0 && c == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after every watcher left: %d goroutines in feeds, %d in the poller's checks; want none", f, c)
-		}
-	}
+	settled(t, 10*interval, 0, "after every watcher left")
 	before, beforeWatches = lists.Load(), watches.Load()
 	update("c")
 	time.Sleep(4 * interval)
@@ -355,6 +339,21 @@ const (
 	feedGoroutine   = "remotecluster.(*feed).run("
 	pollerGoroutine = "remotecluster.(*Poller).start.func"
 )
+
+// settled waits up to within for feeds goroutines in feeds and none in the poller (between
+// checks, a cluster has none of its own).
+func settled(t *testing.T, within time.Duration, feeds int, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(within / 100) {
+		f, c := goroutines(t, feedGoroutine), goroutines(t, pollerGoroutine)
+		if f == feeds && c == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d goroutines in feeds, %d in the poller; want %d and none", when, f, c, feeds)
+		}
+	}
+}
 
 // goroutines counts the goroutines whose stack calls a function whose name contains fn.
 func goroutines(t *testing.T, fn string) int {

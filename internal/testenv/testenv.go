@@ -64,25 +64,18 @@ func Start() (*Env, error) {
 // StartOnEveryLoopbackAddress starts an API server as Start does, bound to every local address
 // instead of 127.0.0.1 alone, so that clients can reach it at distinct loopback addresses
 // (127.0.0.0/8), each address a connection of its own, as a fleet's clusters are. Its serving
-// certificate names localhost: a client at another address says so (tls-server-name).
+// certificate names localhost: a client at another address says so (tls-server-name). Its port
+// is free when chosen, as envtest's own is; one taken before the server binds it fails the start.
 func StartOnEveryLoopbackAddress() (*Env, error) {
-	var err error
-	for range localaddr.Attempts {
-		var addrs []string
-		if addrs, err = localaddr.Free(1); err != nil {
-			return nil, err
-		}
-		_, port, _ := strings.Cut(addrs[0], ":")
-		var e *Env
-		e, err = startServing(func(api *envtest.APIServer) {
-			serving := &api.SecureServing
-			serving.Address, serving.Port = "0.0.0.0", port
-		})
-		if err == nil {
-			return e, nil
-		}
+	addrs, err := localaddr.Free(1)
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	_, port, _ := strings.Cut(addrs[0], ":")
+	return startServing(func(api *envtest.APIServer) {
+		serving := &api.SecureServing
+		serving.Address, serving.Port = "0.0.0.0", port
+	})
 }
 
 // startServing starts the API server of Start, its serving address set by serve (nil: envtest's

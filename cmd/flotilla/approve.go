@@ -20,7 +20,7 @@ changes before the controller publishes it, the cluster reports the approval out
 (ApprovalOutdated) and nothing is published until the new proposal is approved.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
+			c, ns, err := kubeClient(cmd.Context(), kubeconfig, namespace)
 			if err != nil {
 				return err
 			}

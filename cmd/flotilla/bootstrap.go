@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/bootstrap"
 	"github.com/flotilla-dev/flotilla/internal/offline"
+	"github.com/flotilla-dev/flotilla/internal/remotecluster"
 )
 
 func bootstrapCmd() *cobra.Command {
@@ -47,7 +48,11 @@ of --target-kubeconfig (default: the current kubeconfig).`,
 				_, err := cmd.OutOrStdout().Write(objs)
 				return err
 			}
-			target, _, err := kubeClient(cmd.Context(), "--target-kubeconfig", targetKubeconfig, "")
+			cfg, err := apiServer(cmd.Context(), "--target-kubeconfig", targetKubeconfig)
+			if err != nil {
+				return err
+			}
+			target, err := remotecluster.NewClient(cfg.REST)
 			if err != nil {
 				return err
 			}
@@ -85,7 +90,7 @@ func loadCluster(cmd *cobra.Command, dir, kubeconfig, namespace, name string) (*
 		}
 		return c, f.Repositories[namespace+"/"+c.Spec.Repository.Name], nil
 	}
-	c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
+	c, ns, err := kubeClient(cmd.Context(), kubeconfig, namespace)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,10 +24,10 @@ func apiServer(ctx context.Context, flag, path string) (*kubeconn.Config, error)
 	return cfg, nil
 }
 
-// kubeClient is a client of the cluster of the kubeconfig that flag names, and the namespace to
-// work in: namespace, else the kubeconfig context's.
-func kubeClient(ctx context.Context, flag, path, namespace string) (client.Client, string, error) {
-	cfg, err := apiServer(ctx, flag, path)
+// kubeClient is a client of the management cluster of the kubeconfig --kubeconfig names (path),
+// and the namespace to work in: namespace, else the kubeconfig context's.
+func kubeClient(ctx context.Context, path, namespace string) (client.Client, string, error) {
+	cfg, err := apiServer(ctx, "--kubeconfig", path)
 	if err != nil {
 		return nil, "", err
 	}

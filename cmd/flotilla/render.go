@@ -26,7 +26,7 @@ func offlineRun(cmd *cobra.Command, dir string, dryRun bool, flags runFlags) ([]
 	}
 	if flags.live {
 		// The management cluster's fleet, with the files' objects in place of its own.
-		c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", flags.kubeconfig, flags.namespace)
+		c, ns, err := kubeClient(cmd.Context(), flags.kubeconfig, flags.namespace)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -22,7 +22,7 @@ func rolloutCmd() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
+				c, ns, err := kubeClient(cmd.Context(), kubeconfig, namespace)
 				if err != nil {
 					return err
 				}

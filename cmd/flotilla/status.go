@@ -20,7 +20,7 @@ func statusCmd() *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			c, ns, err := kubeClient(cmd.Context(), "--kubeconfig", kubeconfig, namespace)
+			c, ns, err := kubeClient(cmd.Context(), kubeconfig, namespace)
 			if err != nil {
 				return err
 			}

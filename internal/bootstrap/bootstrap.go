@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -46,9 +45,16 @@ type Applied struct {
 // String is "Kind namespace/name".
 func (a Applied) String() string { return fmt.Sprintf("%s %s/%s", a.GVK.Kind, a.Namespace, a.Name) }
 
+// Applier server-side applies one object as fieldManager, taking the fields it sets from any
+// other manager, and answers with the object as the API server stored it
+// (remotecluster.Client).
+type Applier interface {
+	Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error)
+}
+
 // Apply server-side applies every object of a YAML stream with c, taking ownership of the fields
 // it sets, and returns what it applied.
-func Apply(ctx context.Context, c client.Client, stream []byte) ([]Applied, error) {
+func Apply(ctx context.Context, c Applier, stream []byte) ([]Applied, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
 	var applied []Applied
 	for {
@@ -67,11 +73,12 @@ func Apply(ctx context.Context, c client.Client, stream []byte) ([]Applied, erro
 			continue
 		}
 		a := Applied{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
-		// The API server's answer is decoded into u: its resourceVersion is the applied object's.
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		// The API server's answer carries the applied object's resourceVersion.
+		stored, err := c.Apply(ctx, u, FieldOwner)
+		if err != nil {
 			return applied, fmt.Errorf("apply %s: %w", a, err)
 		}
-		a.ResourceVersion = u.GetResourceVersion()
+		a.ResourceVersion = stored.GetResourceVersion()
 		applied = append(applied, a)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 )
@@ -41,23 +43,38 @@ const (
 	maxVersion    = 64
 )
 
+// Reader reads a workload cluster's objects (remotecluster.Client).
+type Reader interface {
+	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (*unstructured.UnstructuredList, error)
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+}
+
 // Read reads cluster's facts through c (a client of the workload cluster); version is its API
 // server's version. A missing site ConfigMap is no error: the site has no facts of its own.
-func Read(ctx context.Context, c client.Client, version string, site v1alpha1.NamespacedName) (v1alpha1.ClusterFacts, error) {
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
+func Read(ctx context.Context, c Reader, version string, site v1alpha1.NamespacedName) (v1alpha1.ClusterFacts, error) {
+	list, err := c.List(ctx, corev1.SchemeGroupVersion.WithKind("Node"), "")
+	if err != nil {
 		return v1alpha1.ClusterFacts{}, fmt.Errorf("list nodes: %w", err)
 	}
+	nodes := make([]corev1.Node, len(list.Items))
+	for i := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &nodes[i]); err != nil {
+			return v1alpha1.ClusterFacts{}, fmt.Errorf("node %s: %w", list.Items[i].GetName(), err)
+		}
+	}
 	var data map[string]string
-	cm := &corev1.ConfigMap{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: site.Namespace, Name: site.Name}, cm)
+	u, err := c.Get(ctx, corev1.SchemeGroupVersion.WithKind("ConfigMap"), site.Namespace, site.Name)
 	switch {
 	case err == nil:
+		cm := &corev1.ConfigMap{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
+			return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: %w", site.Namespace, site.Name, err)
+		}
 		data = cm.Data
 	case !apierrors.IsNotFound(err):
 		return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: %w", site.Namespace, site.Name, err)
 	}
-	return From(version, nodes.Items, data)
+	return From(version, nodes, data)
 }
 
 // From computes facts from what the cluster reported. Site facts beyond the bounds (64 keys,

@@ -105,14 +105,16 @@ func (c *Clients) follow(ctx context.Context, cluster *v1alpha1.WorkloadCluster,
 	if !ok {
 		return nil, fmt.Errorf("workload cluster %s has no client", id)
 	}
-	m, err := e.mapper.RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
+	res, err := e.client.resource(key.gvk, key.namespace)
+	if err != nil {
+		return nil, c.listError(cluster, key, err)
+	}
+	md, err := e.client.metadataResource(key.gvk, key.namespace)
 	if err != nil {
 		return nil, c.listError(cluster, key, err)
 	}
 	f := &feed{c: c, cluster: cluster, id: id, key: key, ref: kubeconfigRef(cluster), gen: e.gen,
-		res:     e.streams.dynamic.Resource(m.Resource).Namespace(key.namespace),
-		meta:    e.streams.metadata.Resource(m.Resource).Namespace(key.namespace),
-		changed: changed, interval: interval, done: make(chan struct{})}
+		res: res, meta: md, changed: changed, interval: interval, done: make(chan struct{})}
 	f.ctx, f.stop = context.WithCancel(ctx)
 	go f.run()
 	return f, nil

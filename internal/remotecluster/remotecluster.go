@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"sync"
@@ -16,16 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/health"
@@ -103,21 +98,12 @@ type entry struct {
 	// again before the next use, after a failed request).
 	ref        v1alpha1.SecretKeyReference
 	secretRead time.Time
-	client     client.Client
+	// client serves requests and the health feeds alike, through one connection.
+	client *Client
 	// discovery asks the workload cluster's API server for its version.
 	discovery discovery.ServerVersionInterface
 	// gen tells this client from the one built before it, from the same kubeconfig or not.
 	gen uint64
-	// mapper and streams serve the health feeds, through the same connection.
-	mapper  meta.RESTMapper
-	streams streams
-}
-
-// streams are the clients of a cluster's health feeds: without a request timeout (a watch is a
-// stream that outlives it), each call bounding itself.
-type streams struct {
-	dynamic  dynamic.Interface
-	metadata metadata.Interface
 }
 
 type listKey struct {
@@ -157,7 +143,7 @@ func (c *Clients) clock() time.Time {
 // For returns the client of cluster, which must have spec.kubeConfigSecretRef. The Secret is
 // read with reader (uncached) from the cluster's namespace when the client was built from another
 // Secret or key, more than KubeconfigMaxAge ago, or before a request that failed.
-func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster) (client.Client, error) {
+func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alpha1.WorkloadCluster) (*Client, error) {
 	ref := kubeconfigRef(cluster)
 	id := client.ObjectKeyFromObject(cluster)
 	c.mu.Lock()
@@ -197,15 +183,7 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("http client for cluster %s: %w", id, err)
 	}
-	discovered, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("rest mapper for cluster %s: %w", id, err)
-	}
-	mapper := discovered
-	if c.Known != nil {
-		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.Known, discovered}}
-	}
-	cl, err := client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
+	cl, err := newClient(cfg, hc, c.Known)
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", id, err)
 	}
@@ -213,35 +191,14 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for cluster %s: %w", id, err)
 	}
-	st, err := newStreams(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("watch clients for cluster %s: %w", id, err)
-	}
 	if c.clients == nil {
 		c.clients = map[client.ObjectKey]entry{}
 	}
 	c.gens++
-	c.clients[id] = entry{sum: sum, uid: cluster.UID, ref: ref, secretRead: c.clock(), client: cl, discovery: dc, gen: c.gens, mapper: mapper, streams: st}
+	c.clients[id] = entry{sum: sum, uid: cluster.UID, ref: ref, secretRead: c.clock(), client: cl, discovery: dc, gen: c.gens}
 	// What the old kubeconfig answered may be another cluster's objects.
 	delete(c.lists, id)
 	return cl, nil
-}
-
-// newStreams builds the feeds' clients on hc's transport (its connections), without cfg's
-// timeout.
-func newStreams(cfg *rest.Config, hc *http.Client) (streams, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = 0
-	untimed := &http.Client{Transport: hc.Transport, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, untimed)
-	if err != nil {
-		return streams{}, err
-	}
-	md, err := metadata.NewForConfigAndClient(cfg, untimed)
-	if err != nil {
-		return streams{}, err
-	}
-	return streams{dynamic: dyn, metadata: md}, nil
 }
 
 // generation tells the cluster's current client from any other (0: it has none).
@@ -456,11 +413,9 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 	if err != nil {
 		return nil, err
 	}
-	listGVK := key.gvk.GroupVersion().WithKind(key.gvk.Kind + "List")
 	if prev == nil {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(listGVK)
-		if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
+		list, err := cl.List(ctx, key.gvk, key.namespace)
+		if err != nil {
 			return nil, c.listError(cluster, key, err)
 		}
 		items := make(map[string]*unstructured.Unstructured, len(list.Items))
@@ -469,9 +424,8 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 		}
 		return items, nil
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(listGVK)
-	if err := cl.List(ctx, list, client.InNamespace(key.namespace)); err != nil {
+	list, err := cl.listMetadata(ctx, key.gvk, key.namespace)
+	if err != nil {
 		return nil, c.listError(cluster, key, err)
 	}
 	items := make(map[string]*unstructured.Unstructured, len(list.Items))
@@ -481,9 +435,8 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 			items[name] = old
 			continue
 		}
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(key.gvk)
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: name}, obj); err != nil {
+		obj, err := cl.Get(ctx, key.gvk, key.namespace, name)
+		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // deleted since the list
 			}

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -434,16 +433,15 @@ func (r *Reconciler) bootstrap(ctx context.Context, cluster *v1alpha1.WorkloadCl
 // apply answered with: nobody changed it since (not its spec, labels or status), so applying it
 // again would write nothing. An object a health feed holds is read from it without a request;
 // another is read with one GET. Any doubt (an error, an object gone) applies again.
-func (r *Reconciler) untouched(ctx context.Context, cluster *v1alpha1.WorkloadCluster, remote client.Client, applied []bootstrap.Applied) bool {
+func (r *Reconciler) untouched(ctx context.Context, cluster *v1alpha1.WorkloadCluster, remote *remotecluster.Client, applied []bootstrap.Applied) bool {
 	if len(applied) == 0 {
 		return false
 	}
 	for _, a := range applied {
 		obj, held := r.Clients.Held(cluster, a.GVK, a.Namespace, a.Name)
 		if !held {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(a.GVK)
-			if err := remote.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Name}, u); err != nil {
+			u, err := remote.Get(ctx, a.GVK, a.Namespace, a.Name)
+			if err != nil {
 				return false
 			}
 			obj = u

@@ -1,0 +1,145 @@
+package remotecluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Client reads and applies a workload cluster's objects, unstructured, through client-go's dynamic
+// and metadata clients on one connection. With the cluster's discovery client it is all flotilla
+// keeps per cluster: a controller-runtime client would add a codec factory, a metadata client and
+// a REST client per kind it touched, several KiB a cluster (docs/benchmarks.md, "Memory: one
+// client per workload cluster").
+type Client struct {
+	// dynamic and metadata have no request timeout (a watch outlives it); the methods below bound
+	// each request by timeout, and the feeds bound theirs themselves.
+	dynamic  dynamic.Interface
+	metadata metadata.Interface
+	mapper   meta.RESTMapper
+	timeout  time.Duration
+}
+
+// NewClient builds a Client from cfg, mapping kinds through the API server's discovery (cfg's
+// timeout bounds each request).
+func NewClient(cfg *rest.Config) (*Client, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(cfg, hc, nil)
+}
+
+// newClient builds a Client on hc's transport. Kinds are mapped by known first (nil: none), then
+// by the cluster's discovery when first used.
+func newClient(cfg *rest.Config, hc *http.Client, known meta.RESTMapper) (*Client, error) {
+	var mapper meta.RESTMapper
+	discovered, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("rest mapper: %w", err)
+	}
+	mapper = discovered
+	if known != nil {
+		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{known, discovered}}
+	}
+	untimedCfg := rest.CopyConfig(cfg)
+	untimedCfg.Timeout = 0
+	untimed := &http.Client{Transport: hc.Transport, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect}
+	dyn, err := dynamic.NewForConfigAndClient(untimedCfg, untimed)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	md, err := metadata.NewForConfigAndClient(untimedCfg, untimed)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = RequestTimeout
+	}
+	return &Client{dynamic: dyn, metadata: md, mapper: mapper, timeout: timeout}, nil
+}
+
+// mapping maps gvk to its resource.
+func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// resource is gvk's resource in namespace (ignored for a cluster-scoped kind), without a timeout.
+func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.dynamic.Resource(m.Resource), nil
+	}
+	return c.dynamic.Resource(m.Resource).Namespace(namespace), nil
+}
+
+// metadataResource is resource's counterpart for metadata alone.
+func (c *Client) metadataResource(gvk schema.GroupVersionKind, namespace string) (metadata.ResourceInterface, error) {
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.metadata.Resource(m.Resource), nil
+	}
+	return c.metadata.Resource(m.Resource).Namespace(namespace), nil
+}
+
+// Get reads the object of gvk named namespace/name (a NotFound error when there is none).
+func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	r, err := c.resource(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return r.Get(ctx, name, metav1.GetOptions{})
+}
+
+// List lists the objects of gvk in namespace (every namespace: "").
+func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (*unstructured.UnstructuredList, error) {
+	r, err := c.resource(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return r.List(ctx, metav1.ListOptions{})
+}
+
+// listMetadata lists the metadata alone of the objects of gvk in namespace.
+func (c *Client) listMetadata(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	r, err := c.metadataResource(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return r.List(ctx, metav1.ListOptions{})
+}
+
+// Apply server-side applies obj as fieldManager, taking the fields it sets from any other
+// manager, and returns the object as the API server stored it.
+func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
+	r, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+}

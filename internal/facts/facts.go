@@ -6,6 +6,7 @@ package facts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
@@ -45,36 +46,98 @@ const (
 
 // Reader reads a workload cluster's objects (remotecluster.Client).
 type Reader interface {
-	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (*unstructured.UnstructuredList, error)
+	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
 	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
 }
 
+// Bounds on reading a workload cluster's nodes: they are listed a page at a time, and a cluster
+// that reports more than maxNodes (ten times Kubernetes' largest supported cluster) is refused.
+const (
+	nodesPage = 500
+	maxNodes  = 50000
+)
+
 // Read reads cluster's facts through c (a client of the workload cluster); version is its API
-// server's version. A missing site ConfigMap is no error: the site has no facts of its own.
+// server's version. A missing site ConfigMap is no error: the site has no facts of its own. Only
+// what the facts are made of is kept of each object: a node's well-known labels and allocatable
+// CPU and memory, the ConfigMap's data.
 func Read(ctx context.Context, c Reader, version string, site v1alpha1.NamespacedName) (v1alpha1.ClusterFacts, error) {
-	list, err := c.List(ctx, corev1.SchemeGroupVersion.WithKind("Node"), "")
-	if err != nil {
-		return v1alpha1.ClusterFacts{}, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := make([]corev1.Node, len(list.Items))
-	for i := range list.Items {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &nodes[i]); err != nil {
-			return v1alpha1.ClusterFacts{}, fmt.Errorf("node %s: %w", list.Items[i].GetName(), err)
+	var nodes []corev1.Node
+	opts := metav1.ListOptions{Limit: nodesPage}
+	for {
+		list, err := c.List(ctx, corev1.SchemeGroupVersion.WithKind("Node"), "", opts)
+		if err != nil {
+			return v1alpha1.ClusterFacts{}, fmt.Errorf("list nodes: %w", err)
+		}
+		if len(nodes)+len(list.Items) > maxNodes {
+			return v1alpha1.ClusterFacts{}, fmt.Errorf("the cluster reports more than %d nodes, more than flotilla takes", maxNodes)
+		}
+		for i := range list.Items {
+			n, err := factsOf(list.Items[i].Object)
+			if err != nil {
+				return v1alpha1.ClusterFacts{}, fmt.Errorf("list nodes: a node's %w", err)
+			}
+			nodes = append(nodes, n)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
 		}
 	}
 	var data map[string]string
 	u, err := c.Get(ctx, corev1.SchemeGroupVersion.WithKind("ConfigMap"), site.Namespace, site.Name)
 	switch {
 	case err == nil:
-		cm := &corev1.ConfigMap{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
-			return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: %w", site.Namespace, site.Name, err)
+		if data, _, err = unstructured.NestedStringMap(u.Object, "data"); err != nil {
+			return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: its data are not strings", site.Namespace, site.Name)
 		}
-		data = cm.Data
 	case !apierrors.IsNotFound(err):
 		return v1alpha1.ClusterFacts{}, fmt.Errorf("read ConfigMap %s/%s: %w", site.Namespace, site.Name, err)
 	}
 	return From(version, nodes, data)
+}
+
+// factsOf is the part of a node that its facts are made of: its well-known labels and its
+// allocatable CPU and memory.
+func factsOf(obj map[string]any) (corev1.Node, error) {
+	var n corev1.Node
+	labels, _, err := unstructured.NestedStringMap(obj, "metadata", "labels")
+	if err != nil {
+		return n, errors.New("labels are not strings")
+	}
+	for _, l := range []string{LabelRegion, LabelZone, LabelInstanceType} {
+		if v, ok := labels[l]; ok {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[l] = v
+		}
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		v, found, _ := unstructured.NestedFieldNoCopy(obj, "status", "allocatable", string(r))
+		if !found {
+			continue
+		}
+		var text string
+		switch v := v.(type) {
+		case string:
+			text = v
+		case int64:
+			text = strconv.FormatInt(v, 10)
+		case float64:
+			text = strconv.FormatFloat(v, 'f', -1, 64)
+		default:
+			return n, fmt.Errorf("allocatable %s is not a quantity", r)
+		}
+		q, err := resource.ParseQuantity(text)
+		if err != nil {
+			return n, fmt.Errorf("allocatable %s is not a quantity", r)
+		}
+		if n.Status.Allocatable == nil {
+			n.Status.Allocatable = corev1.ResourceList{}
+		}
+		n.Status.Allocatable[r] = q
+	}
+	return n, nil
 }
 
 // From computes facts from what the cluster reported. Site facts beyond the bounds (64 keys,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
@@ -30,9 +31,13 @@ type Client struct {
 	timeout  time.Duration
 }
 
-// NewClient builds a Client from cfg, mapping kinds through the API server's discovery (cfg's
-// timeout bounds each request).
+// NewClient builds a Client from cfg, mapping kinds through the API server's discovery. Each
+// request, discovery's included, is bounded by cfg's timeout, RequestTimeout when it has none.
 func NewClient(cfg *rest.Config) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = RequestTimeout
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -54,6 +59,9 @@ func newClient(cfg *rest.Config, hc *http.Client, known meta.RESTMapper) (*Clien
 	}
 	untimedCfg := rest.CopyConfig(cfg)
 	untimedCfg.Timeout = 0
+	// One rate limit for the cluster's requests and feeds alike, client-go's default stated: a
+	// storm of reconciles asks one workload cluster for at most ClusterQPS requests a second.
+	untimedCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ClusterQPS, ClusterBurst)
 	untimed := &http.Client{Transport: hc.Transport, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect}
 	dyn, err := dynamic.NewForConfigAndClient(untimedCfg, untimed)
 	if err != nil {
@@ -69,6 +77,13 @@ func newClient(cfg *rest.Config, hc *http.Client, known meta.RESTMapper) (*Clien
 	}
 	return &Client{dynamic: dyn, metadata: md, mapper: mapper, timeout: timeout}, nil
 }
+
+// The client-side rate limit of the requests to one workload cluster (its discovery apart, a
+// version read per facts interval): client-go's default for one client.
+const (
+	ClusterQPS   = 5
+	ClusterBurst = 10
+)
 
 // mapping maps gvk to its resource.
 func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
@@ -111,14 +126,14 @@ func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace
 }
 
 // List lists the objects of gvk in namespace (every namespace: "").
-func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (*unstructured.UnstructuredList, error) {
+func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 	r, err := c.resource(gvk, namespace)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return r.List(ctx, metav1.ListOptions{})
+	return r.List(ctx, opts)
 }
 
 // listMetadata lists the metadata alone of the objects of gvk in namespace.

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -414,7 +415,7 @@ func (c *Clients) listNow(ctx context.Context, reader client.Reader, cluster *v1
 		return nil, err
 	}
 	if prev == nil {
-		list, err := cl.List(ctx, key.gvk, key.namespace)
+		list, err := cl.List(ctx, key.gvk, key.namespace, metav1.ListOptions{})
 		if err != nil {
 			return nil, c.listError(cluster, key, err)
 		}

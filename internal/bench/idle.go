@@ -207,7 +207,7 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	res.Goroutines, res.StackBytes = after.metrics.sum("go_goroutines"), after.metrics.sum("go_memstats_stack_inuse_bytes")
 	m := after.metrics.delta(before.metrics)
 	res.APIRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.env)+`"`)
-	res.WorkloadRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.workload)+`"`)
+	res.WorkloadRequests = requestsToPort(m, hostOf(b.workload))
 	res.Reconciles = reconcileCounts(m)
 	res.Published = m.sum("flotilla_publish_total", `result="published"`)
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
@@ -229,6 +229,27 @@ func hostOf(env *testenv.Env) string {
 		return u.Host
 	}
 	return env.Config.Host
+}
+
+// requestsToPort sums the controller's requests (rest_client_requests_total) by method to the
+// API server at host, whatever address they reached it at: the workload API server is reached
+// at an address per cluster (loopbackAddress), on its one port, and client-go labels each
+// request with the address its kubeconfig names.
+func requestsToPort(m samples, host string) map[string]float64 {
+	_, port, err := net.SplitHostPort(host)
+	out := map[string]float64{}
+	if err != nil {
+		return out
+	}
+	for labels, v := range m.matching("rest_client_requests_total", nil) {
+		if _, p, err := net.SplitHostPort(labelValue(labels, "host")); err != nil || p != port {
+			continue
+		}
+		if method := labelValue(labels, "method"); method != "" {
+			out[method] += v
+		}
+	}
+	return out
 }
 
 // byMethod sums the series of name whose labels include every one of labels, by their method

@@ -19,21 +19,10 @@ import (
 // server-side applied by flotilla's field manager, and applying again takes back a field another
 // manager changed.
 func TestBootstrapApply(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := startAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	kc, err := env.AdminKubeconfig("bootstrap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := adminKubeconfigFile(t, env, "bootstrap")
 	files := clusterFiles(t)
 	apply := func() string {
 		t.Helper()
@@ -83,4 +72,30 @@ func TestBootstrapApply(t *testing.T) {
 	if branch, _, _ := unstructured.NestedString(rs.Object, "spec", "git", "branch"); branch != "main" {
 		t.Errorf("spec.git.branch = %q after applying again, want main", branch)
 	}
+}
+
+// startAPIServer starts a test API server for one test, stopped when it ends.
+func startAPIServer(t *testing.T) *testenv.Env {
+	t.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}
+
+// adminKubeconfigFile writes a kubeconfig of a new admin user of env to a file and returns its
+// path.
+func adminKubeconfigFile(t *testing.T, env *testenv.Env, user string) string {
+	t.Helper()
+	kc, err := env.AdminKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
 func TestDashboardWithoutKubeconfig(t *testing.T) {
@@ -38,11 +35,7 @@ func TestDashboardWithoutKubeconfig(t *testing.T) {
 // TestDashboardCommand runs flotilla dashboard against a real API server: it prints the URL of a
 // loopback address, serves the namespace's fleet from its watch, and stops with its context.
 func TestDashboardCommand(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := startAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, obj := range []client.Object{
@@ -53,14 +46,7 @@ func TestDashboardCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kc, err := env.AdminKubeconfig("dashboard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := adminKubeconfigFile(t, env, "dashboard")
 
 	pr, pw := io.Pipe()
 	cmd := dashboardCmd()

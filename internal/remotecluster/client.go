@@ -85,33 +85,37 @@ const (
 	ClusterBurst = 10
 )
 
-// mapping maps gvk to its resource.
-func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// mapping maps gvk to its resource, and says whether that resource is namespaced.
+func (c *Client) mapping(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, false, err
+	}
+	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // resource is gvk's resource in namespace (ignored for a cluster-scoped kind), without a timeout.
 func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
-	m, err := c.mapping(gvk)
-	if err != nil {
+	gvr, namespaced, err := c.mapping(gvk)
+	switch {
+	case err != nil:
 		return nil, err
+	case namespaced:
+		return c.dynamic.Resource(gvr).Namespace(namespace), nil
 	}
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return c.dynamic.Resource(m.Resource), nil
-	}
-	return c.dynamic.Resource(m.Resource).Namespace(namespace), nil
+	return c.dynamic.Resource(gvr), nil
 }
 
 // metadataResource is resource's counterpart for metadata alone.
 func (c *Client) metadataResource(gvk schema.GroupVersionKind, namespace string) (metadata.ResourceInterface, error) {
-	m, err := c.mapping(gvk)
-	if err != nil {
+	gvr, namespaced, err := c.mapping(gvk)
+	switch {
+	case err != nil:
 		return nil, err
+	case namespaced:
+		return c.metadata.Resource(gvr).Namespace(namespace), nil
 	}
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return c.metadata.Resource(m.Resource), nil
-	}
-	return c.metadata.Resource(m.Resource).Namespace(namespace), nil
+	return c.metadata.Resource(gvr), nil
 }
 
 // Get reads the object of gvk named namespace/name (a NotFound error when there is none).

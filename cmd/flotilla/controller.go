@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -122,6 +123,13 @@ func runController(ctx context.Context, o controllerOptions) error {
 	cfg := api.REST
 	// One rule however the kubeconfig was found (flag, $KUBECONFIG, in-cluster): the flags'.
 	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	// client-go's request counter keeps this API server's host and counts the workload clusters'
+	// requests under one label value, so /metrics does not grow with the fleet.
+	server, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return err
+	}
+	metrics.FoldWorkloadHosts(server.Host)
 	leaderID := "flotilla.flotilla.dev"
 	if o.watchSelector != "" || len(namespaces) > 0 {
 		// One leader per shard: replicas of different shards must not wait for each other.

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -189,6 +191,11 @@ func TestBenchIdle(t *testing.T) {
 	// The profile's tail (and its encoding) is outside the window.
 	if idle.Duration >= 20*time.Second+IdleProfileTail {
 		t.Errorf("idle window measured %s: want it to end before the profile's %s tail", idle.Duration, IdleProfileTail)
+	}
+	// client-go's request counter keeps the management API server's address and folds the
+	// workload clusters' under one label value (it had a series per cluster address).
+	if len(idle.RequestHosts) != 2 || !slices.Contains(idle.RequestHosts, metrics.WorkloadClustersHost) {
+		t.Errorf("idle: rest_client_requests_total hosts %q, want the management API server's and %q", idle.RequestHosts, metrics.WorkloadClustersHost)
 	}
 	if got := total(idle.WorkloadRequests); got > 2*2 {
 		t.Errorf("idle: %v requests to the workload API server in 20 s (two 10 s intervals, two clusters), want at most one per cluster per interval", got)

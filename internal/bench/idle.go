@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/controller/packagedeployment"
 	repositoryctrl "github.com/flotilla-dev/flotilla/internal/controller/repository"
 	"github.com/flotilla-dev/flotilla/internal/githttp"
+	"github.com/flotilla-dev/flotilla/internal/metrics"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -40,6 +41,10 @@ type Idle struct {
 	// APIRequests and WorkloadRequests are the controller's requests to the management API
 	// server and to the workload API server, by method (rest_client_requests_total).
 	APIRequests, WorkloadRequests map[string]float64
+	// RequestHosts are the host labels of the controller's rest_client_requests_total at the end
+	// of the window: the management API server's address and, for every workload cluster,
+	// metrics.WorkloadClustersHost.
+	RequestHosts []string
 	// WorkloadWatches are the watches open on the workload API server at the end of the window
 	// (health: one per cluster, kind and namespace).
 	WorkloadWatches float64
@@ -207,7 +212,8 @@ func (b *run) idle(ctx context.Context) (Idle, error) {
 	res.Goroutines, res.StackBytes = after.metrics.sum("go_goroutines"), after.metrics.sum("go_memstats_stack_inuse_bytes")
 	m := after.metrics.delta(before.metrics)
 	res.APIRequests = m.byMethod("rest_client_requests_total", `host="`+hostOf(b.env)+`"`)
-	res.WorkloadRequests = requestsToPort(m, hostOf(b.workload))
+	res.WorkloadRequests = m.byMethod("rest_client_requests_total", `host="`+metrics.WorkloadClustersHost+`"`)
+	res.RequestHosts = slices.Sorted(maps.Keys(after.metrics.by("rest_client_requests_total", []string{"host"})))
 	res.Reconciles = reconcileCounts(m)
 	res.Published = m.sum("flotilla_publish_total", `result="published"`)
 	res.Unchanged = m.sum("flotilla_publish_total", `result="unchanged"`)
@@ -229,27 +235,6 @@ func hostOf(env *testenv.Env) string {
 		return u.Host
 	}
 	return env.Config.Host
-}
-
-// requestsToPort sums the controller's requests (rest_client_requests_total) by method to the
-// API server at host, whatever address they reached it at: the workload API server is reached
-// at an address per cluster (loopbackAddress), on its one port, and client-go labels each
-// request with the address its kubeconfig names.
-func requestsToPort(m samples, host string) map[string]float64 {
-	_, port, err := net.SplitHostPort(host)
-	out := map[string]float64{}
-	if err != nil {
-		return out
-	}
-	for labels, v := range m.matching("rest_client_requests_total", nil) {
-		if _, p, err := net.SplitHostPort(labelValue(labels, "host")); err != nil || p != port {
-			continue
-		}
-		if method := labelValue(labels, "method"); method != "" {
-			out[method] += v
-		}
-	}
-	return out
 }
 
 // byMethod sums the series of name whose labels include every one of labels, by their method

@@ -104,21 +104,3 @@ apiserver_request_total{code="200",component="apiserver",group="coordination.k8s
 		}
 	}
 }
-
-// The workload API server is reached at an address per cluster: its requests are counted at every
-// address on its port, and the management API server's (another port) are not.
-func TestRequestsToPort(t *testing.T) {
-	m, err := parseSamples(strings.NewReader(`rest_client_requests_total{code="200",host="127.0.0.2:6443",method="GET"} 3
-rest_client_requests_total{code="200",host="127.0.3.251:6443",method="GET"} 2
-rest_client_requests_total{code="200",host="127.0.0.2:6443",method="PATCH"} 1
-rest_client_requests_total{code="200",host="127.0.0.1:7443",method="GET"} 40
-rest_client_requests_total{code="200",host="127.0.0.1:16443",method="GET"} 50
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := requestsToPort(m, "0.0.0.0:6443")
-	if want := map[string]float64{"GET": 5, "PATCH": 1}; !maps.Equal(got, want) {
-		t.Errorf("requests to port 6443: %v, want %v", got, want)
-	}
-}

@@ -1,6 +1,8 @@
 package gittest
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -12,8 +14,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gliderlabs/ssh"
@@ -35,6 +39,18 @@ type SSHServer struct {
 	KnownHosts string
 
 	root string
+	// ctx ends when the server stops: the git commands it runs end with it, not with the client's
+	// session (as under sshd, a command goes on after its client hung up).
+	ctx context.Context
+	// noCapabilities: see NoCapabilitiesWhenEmpty.
+	noCapabilities atomic.Bool
+}
+
+// NoCapabilitiesWhenEmpty makes git-receive-pack advertise a repository without refs as a bare
+// flush-pkt, without git's "capabilities^{}" line, from the next session on: what some servers
+// send for an empty repository.
+func (s *SSHServer) NoCapabilitiesWhenEmpty() {
+	s.noCapabilities.Store(true)
 }
 
 // ServeSSH starts an ssh server for the repositories of s on a free loopback port, with a new
@@ -54,6 +70,8 @@ func (s *Server) ServeSSH(t testing.TB) *SSHServer {
 		KnownHosts: knownhosts.Line([]string{knownhosts.Normalize(ln.Addr().String())}, hostSigner.PublicKey()),
 		root:       s.root,
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ss.ctx = ctx
 	// Sessions still running when the test ends are waited for: they log to t.
 	var (
 		mu      sync.Mutex
@@ -86,6 +104,7 @@ func (s *Server) ServeSSH(t testing.TB) *SSHServer {
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
+		cancel()
 		<-done
 		mu.Lock()
 		closed = true
@@ -121,9 +140,12 @@ func (s *SSHServer) serve(t testing.TB, sess ssh.Session) {
 		_ = sess.Exit(1)
 		return
 	}
-	cmd := exec.CommandContext(sess.Context(), "git", strings.TrimPrefix(args[0], "git-"), dir)
+	cmd := exec.CommandContext(s.ctx, "git", strings.TrimPrefix(args[0], "git-"), dir)
 	cmd.Env = append(os.Environ(), gitEnv...)
-	cmd.Stdout, cmd.Stderr = sess, logWriter{t}
+	cmd.Stdout, cmd.Stderr = io.Writer(sess), logWriter{t}
+	if s.noCapabilities.Load() && args[0] == "git-receive-pack" {
+		cmd.Stdout = &capabilitiesDropper{w: sess}
+	}
 	// Copied by hand rather than cmd.Stdin = sess: Wait would wait for the client to close its
 	// side, which it only does after seeing the exit status.
 	stdin, err := cmd.StdinPipe()
@@ -177,4 +199,38 @@ func NewSSHKey(t testing.TB) ([]byte, gossh.Signer) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(block), signer
+}
+
+// capabilitiesDropper passes git-receive-pack's output through, except the advertisement's first
+// pkt-line when it is the "capabilities^{}" line of a repository without refs.
+type capabilitiesDropper struct {
+	w       io.Writer
+	head    []byte // the first pkt-line, until it is whole
+	decided bool
+}
+
+func (d *capabilitiesDropper) Write(p []byte) (int, error) {
+	if d.decided {
+		return d.w.Write(p)
+	}
+	d.head = append(d.head, p...)
+	if len(d.head) < 4 {
+		return len(p), nil
+	}
+	n, err := strconv.ParseUint(string(d.head[:4]), 16, 16)
+	if err != nil || n < 4 {
+		n = 4 // a flush-pkt or not a pkt-line: passed on as is
+	}
+	if uint64(len(d.head)) < n {
+		return len(p), nil
+	}
+	d.decided = true
+	line, rest := d.head[:n], d.head[n:]
+	if bytes.HasPrefix(line[4:], []byte(strings.Repeat("0", 40)+" capabilities^{}")) {
+		line = nil
+	}
+	if _, err := d.w.Write(append(line, rest...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -121,6 +121,7 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 	if err != nil {
 		return err
 	}
+	unreported := false
 	if !m.atomicRefused(now) {
 		err = m.pushExact(ctx, ep, opts, refspecs)
 		switch {
@@ -128,7 +129,8 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 			m.noAtomicAt = now
 		case errors.Is(err, errNoCapabilities):
 			// An empty repository whose server advertises no capabilities for it (the mirror is
-			// empty too): go-git's push, this once.
+			// empty too): go-git's push, this once, which no report of the outcome follows.
+			unreported = true
 		default:
 			return err
 		}
@@ -143,10 +145,70 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 		CABundle:   opts.caBundle,
 		Atomic:     true,
 	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+	switch {
+	case errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
+	case err == nil && unreported:
+		return m.confirm(ctx, ep, opts, refspecs)
 	}
 	return err
+}
+
+// confirmWait is how long a push that no report follows waits for the server to show it.
+const confirmWait = 5 * time.Second
+
+// confirm waits, confirmWait at most, until the remote advertises every ref of refspecs as pushed
+// (a delete: gone). A server that advertised no capabilities reports nothing of a push (go-git's
+// push returns once the pack is sent, and the server may still refuse it or not have applied it):
+// what it advertises after is the only word on it. go-git's push has set the mirror's refs to
+// what it sent; they are set to what the remote shows, so a push the server did not take is not
+// taken for one.
+func (m *mirror) confirm(ctx context.Context, ep endpoint, opts transportOptions, refspecs []config.RefSpec) error {
+	deadline := time.Now().Add(confirmWait)
+	for {
+		remote, err := ep.refs(ctx, opts)
+		if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return errors.Join(fmt.Errorf("push %s: the server reports no outcome of a push, and asking for its refs after it failed: %w", ep.display, err), m.forgetPush(refspecs, nil))
+		}
+		shown := true
+		for _, rs := range refspecs {
+			if h, ok := remote[rs.Dst("")]; rs.IsDelete() == ok || (!rs.IsDelete() && h != plumbing.NewHash(rs.Src())) {
+				shown = false
+			}
+		}
+		if shown {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("push %s: the server advertised no capabilities, so it reports no outcome of a push, and %s after the push its refs do not show it", ep.display, confirmWait), m.forgetPush(refspecs, remote))
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return errors.Join(err, m.forgetPush(refspecs, nil))
+		}
+	}
+}
+
+// forgetPush sets the mirror's refs that refspecs pushed to what remote advertises of them (gone,
+// where remote is nil or lacks them).
+func (m *mirror) forgetPush(refspecs []config.RefSpec, remote map[plumbing.ReferenceName]plumbing.Hash) error {
+	var errs []error
+	for _, rs := range refspecs {
+		name := rs.Dst("")
+		h, ok := remote[name]
+		errs = append(errs, m.record(name, !ok, h))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("the mirror could not forget the push: %w", err)
+	}
+	return nil
+}
+
+// record sets the mirror's ref name to what a push wrote: h, or gone (deleted).
+func (m *mirror) record(name plumbing.ReferenceName, deleted bool, h plumbing.Hash) error {
+	if deleted {
+		return m.repo.Storer.RemoveReference(name)
+	}
+	return m.repo.Storer.SetReference(plumbing.NewHashReference(name, h))
 }
 
 // client returns go-git's endpoint and transport for ep with opts' CA bundle, for a session.
@@ -288,12 +350,7 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	}
 	accepted = true
 	for _, cmd := range req.Commands {
-		if cmd.New.IsZero() {
-			err = m.repo.Storer.RemoveReference(cmd.Name)
-		} else {
-			err = m.repo.Storer.SetReference(plumbing.NewHashReference(cmd.Name, cmd.New))
-		}
-		if err != nil {
+		if err := m.record(cmd.Name, cmd.New.IsZero(), cmd.New); err != nil {
 			return fmt.Errorf("pushed, but the mirror of %s could not record %s: %w", ep.display, cmd.Name, err)
 		}
 	}

@@ -79,6 +79,54 @@ func TestSSH(t *testing.T) {
 	})
 }
 
+// A server that advertises an empty repository without capabilities (a bare flush-pkt, not git's
+// "capabilities^{}" line) still takes the first publish: with no capabilities there is no atomic
+// push to name old values in, so go-git's push sends it; the next publish, to a repository with
+// refs, is the exact push again.
+func TestSSHPublishToEmptyRepositoryWithoutCapabilities(t *testing.T) {
+	repo := newSSHRepo(t)
+	repo.ssh.NoCapabilitiesWhenEmpty()
+	store := pkgrepo.NewStore(t.TempDir())
+	remote := pkgrepo.Remote{URL: repo.ssh.URL("edge01"), Auth: repo.auth}
+	for _, content := range []string{"first", "second"} {
+		res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles(content)})
+		if got := gittest.Tags(t, repo.dir)[res.Tag]; got != res.Commit {
+			t.Fatalf("%s publish: tag %s on the server = %q, want %s", content, res.Tag, got, res.Commit)
+		}
+		if got := gittest.Branches(t, repo.dir)["main"]; got != res.Commit {
+			t.Fatalf("%s publish: main on the server = %q, want %s", content, got, res.Commit)
+		}
+	}
+}
+
+// Such a server's refusal is not taken for a publish: a push it does not apply (a pre-receive hook
+// refuses it) is an error once its refs have not shown the push for a while, and the next
+// publish starts from the empty repository again.
+func TestSSHUnreportedPushRefused(t *testing.T) {
+	repo := newSSHRepo(t)
+	repo.ssh.NoCapabilitiesWhenEmpty()
+	hook := filepath.Join(repo.dir, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := pkgrepo.NewStore(t.TempDir())
+	remote := pkgrepo.Remote{URL: repo.ssh.URL("edge01"), Auth: repo.auth}
+	_, err := store.Publish(context.Background(), remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("refused")})
+	if err == nil || !strings.Contains(err.Error(), "reports no outcome") {
+		t.Fatalf("Publish to a server that refuses without a report: %v, want an error saying the push did not show", err)
+	}
+	if tags, branches := gittest.Tags(t, repo.dir), gittest.Branches(t, repo.dir); len(tags)+len(branches) != 0 {
+		t.Fatalf("server refs after a refused push: tags %v, branches %v", tags, branches)
+	}
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("taken")})
+	if res.Revision != 1 || gittest.Tags(t, repo.dir)[res.Tag] != res.Commit {
+		t.Fatalf("publish after the hook was removed: %+v, server tags %v; want v1 on the server", res, gittest.Tags(t, repo.dir))
+	}
+}
+
 // encrypt re-encodes a PEM private key encrypted with passphrase.
 func encrypt(t *testing.T, key []byte, passphrase string) []byte {
 	t.Helper()

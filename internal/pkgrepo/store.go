@@ -316,14 +316,24 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 // mirror holds, so that a fetch would bring nothing and prune nothing.
 // It asks as `git ls-remote` does (what go-git's Remote.List sends), through the endpoint
 // prepared once instead of parsing the URL and looking up a transport on every poll.
-func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptions) (_ bool, err error) {
-	e, cl, err := ep.client(opts)
+func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptions) (bool, error) {
+	remote, err := ep.refs(ctx, opts)
 	if err != nil {
 		return false, err
 	}
+	return m.holds(remote)
+}
+
+// refs asks the remote for its refs, as `git ls-remote` does (one request over HTTP); an empty
+// repository is transport.ErrEmptyRemoteRepository.
+func (ep endpoint) refs(ctx context.Context, opts transportOptions) (_ map[plumbing.ReferenceName]plumbing.Hash, err error) {
+	e, cl, err := ep.client(opts)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := cl.NewUploadPackSession(e, opts.auth)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer func() {
 		if cerr := sess.Close(); err == nil {
@@ -332,9 +342,9 @@ func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptio
 	}()
 	adv, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return m.holds(advertisedRefs(adv))
+	return advertisedRefs(adv), nil
 }
 
 // holds tells whether the mirror's branches, tags and flotilla refs are exactly those of remote

@@ -1,9 +1,20 @@
 package pkgrepo
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // SetClock makes s read the time from now (set it before s is used concurrently).
 func SetClock(s *Store, now func() time.Time) { s.now = now }
 
 // AtomicRecheck is how long a server found to offer no atomic push is taken at its word.
 const AtomicRecheck = atomicRecheck
+
+// SetConfirmWait sets how long a push no report follows waits for the server to show it, until t
+// ends (not for tests in parallel).
+func SetConfirmWait(t testing.TB, d time.Duration) {
+	saved := confirmWait
+	confirmWait = d
+	t.Cleanup(func() { confirmWait = saved })
+}

@@ -148,54 +148,67 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 	switch {
 	case errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
-	case err == nil && unreported:
+	case unreported && err == nil:
 		return m.confirm(ctx, ep, opts, refspecs)
+	case unreported:
+		return errors.Join(err, m.forgetPush(refspecs))
 	}
 	return err
 }
 
 // confirmWait is how long a push that no report follows waits for the server to show it.
-const confirmWait = 5 * time.Second
+var confirmWait = 5 * time.Second
 
 // confirm waits, confirmWait at most, until the remote advertises every ref of refspecs as pushed
 // (a delete: gone). A server that advertised no capabilities reports nothing of a push (go-git's
 // push returns once the pack is sent, and the server may still refuse it or not have applied it):
-// what it advertises after is the only word on it. go-git's push has set the mirror's refs to
-// what it sent; they are set to what the remote shows, so a push the server did not take is not
-// taken for one.
-func (m *mirror) confirm(ctx context.Context, ep endpoint, opts transportOptions, refspecs []config.RefSpec) error {
-	deadline := time.Now().Add(confirmWait)
-	for {
+// what it advertises after is the only word on it. go-git's push has already written the refs to
+// the mirror; a push the server does not show is forgotten (forgetPush).
+func (m *mirror) confirm(parent context.Context, ep endpoint, opts transportOptions, refspecs []config.RefSpec) error {
+	ctx, cancel := context.WithTimeout(parent, confirmWait)
+	defer cancel()
+	unconfirmed := func(err error) error {
+		switch {
+		case parent.Err() != nil:
+			err = parent.Err()
+		case ctx.Err() != nil:
+			err = fmt.Errorf("its refs did not show the push within %s", confirmWait)
+		}
+		return errors.Join(fmt.Errorf("push %s: the server advertised no capabilities, so it reports no outcome of a push: %w", ep.display, err), m.forgetPush(refspecs))
+	}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		remote, err := ep.refs(ctx, opts)
 		if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return errors.Join(fmt.Errorf("push %s: the server reports no outcome of a push, and asking for its refs after it failed: %w", ep.display, err), m.forgetPush(refspecs, nil))
+			return unconfirmed(err)
 		}
-		shown := true
-		for _, rs := range refspecs {
-			if h, ok := remote[rs.Dst("")]; rs.IsDelete() == ok || (!rs.IsDelete() && h != plumbing.NewHash(rs.Src())) {
-				shown = false
-			}
-		}
-		if shown {
+		if shows(remote, refspecs) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("push %s: the server advertised no capabilities, so it reports no outcome of a push, and %s after the push its refs do not show it", ep.display, confirmWait), m.forgetPush(refspecs, remote))
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return errors.Join(err, m.forgetPush(refspecs, nil))
+		if err := sleep(ctx, wait); err != nil {
+			return unconfirmed(err)
 		}
 	}
 }
 
-// forgetPush sets the mirror's refs that refspecs pushed to what remote advertises of them (gone,
-// where remote is nil or lacks them).
-func (m *mirror) forgetPush(refspecs []config.RefSpec, remote map[plumbing.ReferenceName]plumbing.Hash) error {
+// shows reports whether remote holds every ref of refspecs as pushed (a delete: gone).
+func shows(remote map[plumbing.ReferenceName]plumbing.Hash, refspecs []config.RefSpec) bool {
+	for _, rs := range refspecs {
+		if h, ok := remote[rs.Dst("")]; rs.IsDelete() == ok || (!rs.IsDelete() && h != plumbing.NewHash(rs.Src())) {
+			return false
+		}
+	}
+	return true
+}
+
+// forgetPush takes back what go-git's push wrote to the mirror for a push the server did not
+// confirm: the mirror was empty before it (an unreported push is one to an empty repository), so
+// the pushed refs are removed, and the next fetch is a full one (a fetch that finds the remote's
+// refs equal to the mirror's skips the objects, and the remote may now hold another writer's).
+func (m *mirror) forgetPush(refspecs []config.RefSpec) error {
+	m.fetched = time.Time{}
 	var errs []error
 	for _, rs := range refspecs {
-		name := rs.Dst("")
-		h, ok := remote[name]
-		errs = append(errs, m.record(name, !ok, h))
+		errs = append(errs, m.repo.Storer.RemoveReference(rs.Dst("")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("the mirror could not forget the push: %w", err)

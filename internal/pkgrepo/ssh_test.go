@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -103,6 +105,7 @@ func TestSSHPublishToEmptyRepositoryWithoutCapabilities(t *testing.T) {
 // refuses it) is an error once its refs have not shown the push for a while, and the next
 // publish starts from the empty repository again.
 func TestSSHUnreportedPushRefused(t *testing.T) {
+	pkgrepo.SetConfirmWait(t, time.Second)
 	repo := newSSHRepo(t)
 	repo.ssh.NoCapabilitiesWhenEmpty()
 	hook := filepath.Join(repo.dir, "hooks", "pre-receive")
@@ -112,7 +115,7 @@ func TestSSHUnreportedPushRefused(t *testing.T) {
 	store := pkgrepo.NewStore(t.TempDir())
 	remote := pkgrepo.Remote{URL: repo.ssh.URL("edge01"), Auth: repo.auth}
 	_, err := store.Publish(context.Background(), remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("refused")})
-	if err == nil || !strings.Contains(err.Error(), "reports no outcome") {
+	if err == nil || !strings.Contains(err.Error(), "did not show the push within 1s") {
 		t.Fatalf("Publish to a server that refuses without a report: %v, want an error saying the push did not show", err)
 	}
 	if tags, branches := gittest.Tags(t, repo.dir), gittest.Branches(t, repo.dir); len(tags)+len(branches) != 0 {
@@ -124,6 +127,46 @@ func TestSSHUnreportedPushRefused(t *testing.T) {
 	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("taken")})
 	if res.Revision != 1 || gittest.Tags(t, repo.dir)[res.Tag] != res.Commit {
 		t.Fatalf("publish after the hook was removed: %+v, server tags %v; want v1 on the server", res, gittest.Tags(t, repo.dir))
+	}
+}
+
+// A push the server refused while another writer made the branch (here a pre-receive hook moves
+// main to a commit only the server holds, then refuses ours) is forgotten whole: the next publish
+// fetches that writer's commit and builds on it, instead of finding the mirror's refs equal to the
+// server's and missing its objects.
+func TestSSHUnreportedPushRefusedWhileAnotherWriterPushed(t *testing.T) {
+	pkgrepo.SetConfirmWait(t, time.Second)
+	repo := newSSHRepo(t)
+	repo.ssh.NoCapabilitiesWhenEmpty()
+	gitOut := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo.dir}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	tree := gitOut("hash-object", "-w", "-t", "tree", os.DevNull)
+	theirs := gitOut("-c", "user.name=other", "-c", "user.email=other@example.com", "commit-tree", tree, "-m", "another writer")
+	hook := filepath.Join(repo.dir, "hooks", "pre-receive")
+	script := "#!/bin/sh\nunset GIT_QUARANTINE_PATH\ngit update-ref refs/heads/main " + theirs + " || exit 2\nexit 1\n"
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := pkgrepo.NewStore(t.TempDir())
+	remote := pkgrepo.Remote{URL: repo.ssh.URL("edge01"), Auth: repo.auth}
+	if _, err := store.Publish(context.Background(), remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("refused")}); err == nil {
+		t.Fatal("Publish to a server that refused the push: no error")
+	}
+	if got := gittest.Branches(t, repo.dir)["main"]; got != theirs {
+		t.Fatalf("main on the server = %q, want the other writer's %s (the hook did not run?)", got, theirs)
+	}
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+	res := publish(t, store, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("taken")})
+	if log := gittest.Log(t, repo.dir, "main"); len(log) != 2 || log[0] != res.Commit || log[1] != theirs {
+		t.Fatalf("main on the server: %v, want the publish %s on the other writer's %s", log, res.Commit, theirs)
 	}
 }
 

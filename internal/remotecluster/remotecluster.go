@@ -179,6 +179,7 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 		delete(c.clients, id)
 		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, ref.Key, err)
 	}
+	cfg.WarningHandlerWithContext = &warnings{cluster: id}
 	// One HTTP client (one transport, one connection pool) for objects and discovery alike.
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

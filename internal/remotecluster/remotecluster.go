@@ -58,6 +58,9 @@ type Clients struct {
 	// ListTimeout bounds one list of a workload cluster's objects (0: DefaultListTimeout): a
 	// cluster that hangs holds up its own reads only, and the timeout is kept as its answer.
 	ListTimeout time.Duration
+	// MaxResponseBytes bounds each answer of a workload cluster, a watch's stream included (0:
+	// DefaultMaxResponseBytes).
+	MaxResponseBytes int64
 
 	mu      sync.Mutex
 	gens    uint64 // clients built so far
@@ -180,6 +183,11 @@ func (c *Clients) For(ctx context.Context, reader client.Reader, cluster *v1alph
 		return nil, fmt.Errorf("%w %s/%s key %q: %w", ErrKubeconfig, cluster.Namespace, ref.Name, ref.Key, err)
 	}
 	cfg.WarningHandlerWithContext = &warnings{cluster: id}
+	limit := c.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	cfg.Wrap(boundResponses(limit))
 	// One HTTP client (one transport, one connection pool) for objects and discovery alike.
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

@@ -36,6 +36,25 @@ func (r oneSecret) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 	return nil
 }
 
+// clusterAt is a WorkloadCluster tenant-a/edge01 whose kubeconfig Secret names the API server at
+// url, with a token.
+func clusterAt(t *testing.T, url string) (*v1alpha1.WorkloadCluster, *corev1.Secret) {
+	t.Helper()
+	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: url}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {Token: "t"}},
+		Contexts:       map[string]*clientcmdapi.Context{"x": {Cluster: "c", AuthInfo: "u"}},
+		CurrentContext: "x",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "tenant-a"}, Data: map[string][]byte{"value": kubeconfig}}
+	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "tenant-a"}}
+	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+	return cluster, secret
+}
+
 // A workload cluster's API server that sends many long warnings with every answer gets each
 // distinct one logged once, cut short and with the cluster named, and no more than MaxWarnings of
 // them, however many requests it answers. (A hostile server is what is tested: a real API server
@@ -53,18 +72,7 @@ func TestWorkloadClusterWarningsAreBounded(t *testing.T) {
 		fmt.Fprint(w, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}`)
 	}))
 	t.Cleanup(srv.Close)
-	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: srv.URL}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {Token: "t"}},
-		Contexts:       map[string]*clientcmdapi.Context{"x": {Cluster: "c", AuthInfo: "u"}},
-		CurrentContext: "x",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "tenant-a"}, Data: map[string][]byte{"value": kubeconfig}}
-	cluster := &v1alpha1.WorkloadCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge01", Namespace: "tenant-a"}}
-	cluster.Spec.KubeConfigSecretRef = &v1alpha1.SecretKeyReference{Name: "kc"}
+	cluster, secret := clusterAt(t, srv.URL)
 
 	var mu sync.Mutex
 	var lines []string

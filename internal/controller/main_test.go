@@ -77,6 +77,7 @@ func newFixture(t *testing.T, opts ...gittest.Option) *fixture {
 		f.ns = f.ns[:50]
 	}
 	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	t.Cleanup(f.dumpOnFailure)
 	f.git.CreateRepo(t, "catalog")
 	f.git.CreateRepo(t, "edge01")
 	f.catalog, f.edge = f.git.Dir("catalog"), f.git.Dir("edge01")
@@ -85,6 +86,26 @@ func newFixture(t *testing.T, opts ...gittest.Option) *fixture {
 	}
 	f.publish("crds", 1)
 	return f
+}
+
+// dumpOnFailure logs the status of the fixture's objects when the test failed: a wait that timed
+// out says what it waited on, not why.
+func (f *fixture) dumpOnFailure() {
+	if !f.t.Failed() {
+		return
+	}
+	for _, list := range []client.ObjectList{&v1alpha1.RepositoryList{}, &v1alpha1.WorkloadClusterList{}, &v1alpha1.PackageDeploymentList{}} {
+		if err := env.Client.List(f.ctx, list, client.InNamespace(f.ns)); err != nil {
+			f.t.Logf("list %T: %v", list, err)
+			continue
+		}
+		items, _ := meta.ExtractList(list)
+		for _, o := range items {
+			obj := o.(client.Object)
+			status, _ := yaml.Marshal(o)
+			f.t.Logf("%T %s at generation %d:\n%s", o, obj.GetName(), obj.GetGeneration(), status)
+		}
+	}
 }
 
 // publish publishes revision n of a catalog package, as Porch would: a commit tagged pkg/vN.

@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
@@ -90,4 +91,81 @@ func TestLatestNeverGoesBack(t *testing.T) {
 func revisionOf(u *unstructured.Unstructured) string {
 	rev, _, _ := unstructured.NestedString(u.Object, "spec", "git", "revision")
 	return rev
+}
+
+// A deployment that the published revision carries is not undeployed because it has no pin to
+// keep. Here its status is lost (a restore from a backup writes none) after its tag was deleted:
+// its reconciler reports RevisionNotFound with no pin, and the cluster publishes nothing without
+// it, and says so, until a person decides (here: v2).
+func TestNoPinIsNoUndeploy(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
+	carried := ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"})
+	first := f.clusterWith(carried).Status.DeployedPackages.Revision
+	gittest.DeleteTag(t, f.catalog, "nginx-hello/v3")
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
+
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Status = v1alpha1.PackageDeploymentStatus{}
+		return env.Client.Status().Update(f.ctx, pd)
+	}).Should(Succeed())
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.Resolved).To(BeNil())
+		g.Expect(apimeta.FindStatusCondition(pd.Status.Conditions, v1alpha1.ConditionStalled)).To(HaveField("Reason", "RevisionNotFound"))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	c := &v1alpha1.WorkloadCluster{}
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		ready := apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal("PinUnknown"), "%v", ready)
+		g.Expect(ready.Message).To(ContainSubstring("edge01-nginx"))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	f.g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages.Revision).To(Equal(first))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed(), "the deployment stays deployed")
+
+	// A person chooses v2: it is deployed.
+	f.update(pd, func() { pd.Spec.Package.Revision = "v2" })
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
+	f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+}
+
+// A suspended deployment keeps the revision published even with no pin of its own (its status
+// lost): not undeployed, not moved to a newer revision.
+func TestSuspendedKeepsThePublishedRevision(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
+	carried := ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"})
+	first := f.clusterWith(carried).Status.DeployedPackages.Revision
+	f.update(pd, func() { pd.Spec.Suspend = true })
+	f.publish("nginx-hello", 4)
+
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Status = v1alpha1.PackageDeploymentStatus{}
+		return env.Client.Status().Update(f.ctx, pd)
+	}).Should(Succeed())
+	c := &v1alpha1.WorkloadCluster{}
+	f.g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages.Revision).To(Equal(first))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+		g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)).To(HaveField("Reason", "Published"))
+	}, 8*time.Second, 250*time.Millisecond).Should(Succeed(), "the suspended deployment stays at v3")
 }

@@ -83,6 +83,19 @@ func PublishedPin(published *v1alpha1.DeployedPackagesStatus, deployment, reposi
 	return nil
 }
 
+// AtPublished is pd asking for the revision published carries for it (the vN of its tag): what a
+// suspended deployment, which keeps the pin it has, resolves when it has none of its own. nil when
+// published does not carry pd.
+func AtPublished(pd *v1alpha1.PackageDeployment, published *v1alpha1.DeployedPackagesStatus) *v1alpha1.PackageDeployment {
+	_, rev := SplitTag(PublishedTag(published, pd.Name))
+	if rev == "" {
+		return nil
+	}
+	pd = pd.DeepCopy()
+	pd.Spec.Package.Revision = rev
+	return pd
+}
+
 // SplitTag splits a package revision's tag into its base, the package path and separator
 // ("free5gc-upf/" for git's pkg/vN, "upf:" for OCI's PKG:vN), and the revision ("vN"). A tag of
 // neither form gives "", "".

@@ -159,12 +159,9 @@ func (f *Fleet) pins(ctx context.Context, git Git, c *v1alpha1.WorkloadCluster, 
 		if pd.Spec.Suspend {
 			// As the controller: a suspended deployment keeps the pin it has (here, the one
 			// published), and one never published stays out.
-			prev := fleet.PublishedPin(published, pd.Name, repo.Name)
-			if prev == nil {
+			if pd = fleet.AtPublished(pd, published); pd == nil {
 				continue
 			}
-			pd = pd.DeepCopy()
-			pd.Spec.Package.Revision = fmt.Sprintf("v%d", prev.Revision)
 		}
 		resolved, err := fleet.Resolve(ctx, git, remote, repo, pd, published)
 		if err != nil {

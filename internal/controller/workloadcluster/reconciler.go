@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,6 +188,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	pins, err := r.pins(ctx, cluster, repos, published)
 	if err != nil {
 		fail(err)
+		if errors.Is(err, errPinUnknown) {
+			// Its deployment's report (or a person's fix) brings the cluster back; the recheck
+			// is for a report this reconcile missed.
+			return ctrl.Result{RequeueAfter: pendingRecheck}, nil
+		}
 		return ctrl.Result{}, ignoreUserError(err)
 	}
 	inputs := renderInputs(cluster, repo, pins, published)
@@ -471,6 +477,7 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 	}
 	var pins []render.Pin
 	var draining []*v1alpha1.PackageDeployment
+	var unpinned []string
 	for i := range list.Items {
 		pd := &list.Items[i]
 		if !pd.DeletionTimestamp.IsZero() {
@@ -480,12 +487,26 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 			continue
 		}
 		resolved := pd.Status.Resolved
-		if resolving(pd) {
+		switch {
+		case resolving(pd):
 			if rev, err := r.resolve(ctx, cluster, pd, repos, published); err == nil {
 				resolved = &rev
 			}
+		case resolved == nil && pd.Spec.Suspend:
+			// Suspended with no pin of its own (its status lost): it keeps the one published, as
+			// `flotilla render` does.
+			if at := fleet.AtPublished(pd, published); at != nil {
+				if rev, err := r.resolve(ctx, cluster, at, repos, published); err == nil {
+					resolved = &rev
+				}
+			}
 		}
 		if resolved == nil {
+			// Render leaves out what the engine refuses (the deployment says NotAccepted); any
+			// other deployment the published revision carries would be undeployed for want of a pin.
+			if tag := fleet.PublishedTag(published, pd.Name); tag != "" && render.Accepts(cluster, pd) == nil {
+				unpinned = append(unpinned, fmt.Sprintf("%s (%s)", pd.Name, tag))
+			}
 			continue
 		}
 		repo, err := repos.get(ctx, resolved.Repository)
@@ -493,6 +514,13 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 			return nil, err
 		}
 		pins = append(pins, fleet.NewPin(pd, repo, *resolved))
+	}
+	if len(unpinned) > 0 {
+		return nil, fmt.Errorf("%w: the published revision carries %s, with no pin to keep: its PackageDeployment has not reported one "+
+			"(see its conditions; a revision that cannot be resolved, or a status lost), and leaving it out would undeploy it. "+
+			"Set a revision that resolves in spec.package.revision (a suspended deployment keeps the published one: unsuspend it to choose another), "+
+			"or delete the PackageDeployment to undeploy it",
+			errPinUnknown, strings.Join(unpinned, ", "))
 	}
 	if len(draining) == 0 {
 		return pins, nil
@@ -614,6 +642,11 @@ func resolving(pd *v1alpha1.PackageDeployment) bool {
 }
 
 var errRepositoryNotFound = errors.New("repository not found")
+
+// errPinUnknown: a live deployment that the published revision carries has no pin (its reconciler
+// reported none for its generation, or has not reported yet and the cluster's own resolve
+// failed). The cluster publishes nothing until it has one: a publish would undeploy it.
+var errPinUnknown = errors.New("no pin for a deployed deployment")
 
 // ignoreUserError drops errors the user must fix (they are in the conditions; retrying at once
 // would not help) and returns the others, so the work queue retries them with backoff.

@@ -47,6 +47,8 @@ func reason(err error) (string, bool) {
 	switch {
 	case errors.Is(err, errRepositoryNotFound):
 		return "RepositoryNotFound", true
+	case errors.Is(err, errPinUnknown):
+		return "PinUnknown", false
 	case errors.Is(err, fleet.ErrRender):
 		return "RenderFailed", true
 	case errors.Is(err, pkgrepo.ErrProposalChanged), errors.Is(err, pkgrepo.ErrProposalNotFound), errors.Is(err, pkgrepo.ErrTagExists):

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,6 +106,9 @@ func TestNoPinIsNoUndeploy(t *testing.T) {
 	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
 	carried := ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"})
 	first := f.clusterWith(carried).Status.DeployedPackages.Revision
+	// Reported as published, the pin is the deployment's status alone (its reconciler keeps no
+	// copy of a pin it reported): wiped, it is gone.
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
 	gittest.DeleteTag(t, f.catalog, "nginx-hello/v3")
 	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
 
@@ -134,6 +138,8 @@ func TestNoPinIsNoUndeploy(t *testing.T) {
 		g.Expect(c.Status.DeployedPackages.Revision).To(Equal(first))
 		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed(), "the deployment stays deployed")
+	f.g.Expect(f.deployedTags()).To(And(ContainElement(fmt.Sprintf("deployed-packages/v%d", first)),
+		Not(ContainElement(fmt.Sprintf("deployed-packages/v%d", first+1)))), "nothing was pushed")
 
 	// A person chooses v2: it is deployed.
 	f.update(pd, func() { pd.Spec.Package.Revision = "v2" })

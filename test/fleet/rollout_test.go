@@ -95,7 +95,9 @@ func TestRollbackReturnsTheFirstClusterToV1(t *testing.T) {
 		set.Spec.Strategy.RollingUpdate.HealthTimeout.Duration = failAfter
 	})
 	s.g.Eventually(revisions, wait, time.Second).Should(Equal([]string{"2", "1", "1"}), "alpha, first in name order, takes v2")
-	s.g.Expect(s.deployed("alpha")).To(BeTrue(), "v2's Deployment is applied on alpha's server")
+	// Flux applies a revision's objects one after another: the ConfigMap read above may be there
+	// a moment before the Deployment (v2 stays failAfter, 90 s, before its rollback).
+	s.g.Eventually(func() bool { return s.deployed("alpha") }, wait, time.Second).Should(BeTrue(), "v2's Deployment is applied on alpha's server")
 	s.logf("v2 on alpha")
 	s.g.Eventually(func(g Gomega) {
 		r := s.rollout(set)

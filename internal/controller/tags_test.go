@@ -175,3 +175,117 @@ func TestSuspendedKeepsThePublishedRevision(t *testing.T) {
 		g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)).To(HaveField("Reason", "Published"))
 	}, 8*time.Second, 250*time.Millisecond).Should(Succeed(), "the suspended deployment stays at v3")
 }
+
+// A restore of the management cluster without status (Velero's default) loses the cluster's
+// published revision as well as the deployment's pin: the branch still says what is deployed,
+// and latest does not go back from it though its newest tag is gone.
+func TestRestoreWithoutStatusKeepsWhatIsDeployed(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
+	carried := ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"})
+	published := *f.clusterWith(carried).Status.DeployedPackages
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+	gittest.DeleteTag(t, f.catalog, "nginx-hello/v3")
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
+
+	// The deployment's status goes first (the cluster holds, TestNoPinIsNoUndeploy), then the
+	// cluster's: before, the cluster then took nothing as published and deployed v2.
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Status = v1alpha1.PackageDeploymentStatus{}
+		return env.Client.Status().Update(f.ctx, pd)
+	}).Should(Succeed())
+	c := &v1alpha1.WorkloadCluster{}
+	f.g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+	f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "PinUnknown")
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, f.key("edge01"), c); err != nil {
+			return err
+		}
+		c.Status = v1alpha1.WorkloadClusterStatus{}
+		return env.Client.Status().Update(f.ctx, c)
+	}).Should(Succeed())
+
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages).NotTo(BeNil(), "the branch's revision is read back; conditions: %v", c.Status.Conditions)
+		g.Expect(c.Status.DeployedPackages.Tag).To(Equal(published.Tag))
+		g.Expect(c.Status.DeployedPackages.Commit).To(Equal(published.Commit))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+		ready := apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal("PinUnknown"), "%v", ready)
+		g.Expect(ready.Message).To(ContainSubstring("edge01-nginx"))
+	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
+	f.g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages.Tag).To(Equal(published.Tag))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed(), "the deployment stays deployed")
+	f.g.Expect(f.deployedTags()).To(And(ContainElement(published.Tag),
+		Not(ContainElement(fmt.Sprintf("deployed-packages/v%d", published.Revision+1)))), "nothing was pushed")
+
+	// A person chooses v2: it is deployed.
+	f.update(pd, func() { pd.Spec.Package.Revision = "v2" })
+	f.clusterWith(ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v2"}))
+	f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+}
+
+// A deployment's report that latest took back from the pin the cluster published (resolved
+// before a newer publish, written after it) is not published: the cluster resolves it again
+// against its published revision and keeps v3.
+func TestReportedPinNeverGoesBackFromPublished(t *testing.T) {
+	f := newFixture(t)
+	f.repository("catalog")
+	f.repository("edge01")
+	f.cluster()
+	pd := f.deployment("edge01-nginx", "nginx-hello", "latest")
+	carried := ConsistOf(v1alpha1.PublishedPin{Deployment: "edge01-nginx", Tag: "nginx-hello/v3"})
+	published := *f.clusterWith(carried).Status.DeployedPackages
+	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Published")
+
+	v2 := v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 2, Tag: "nginx-hello/v2",
+		Commit: gittest.Tags(t, f.catalog)["nginx-hello/v2"], Directory: "/nginx-hello"}
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Status.Resolved = &v2
+		return env.Client.Status().Update(f.ctx, pd)
+	}).Should(Succeed())
+	c := &v1alpha1.WorkloadCluster{}
+	f.g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages.Tag).To(Equal(published.Tag))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+		g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)).To(HaveField("Reason", "Published"))
+	}, 5*time.Second, 250*time.Millisecond).Should(Succeed(), "v3 stays deployed")
+	f.g.Expect(f.deployedTags()).NotTo(ContainElement(fmt.Sprintf("deployed-packages/v%d", published.Revision+1)), "nothing was pushed")
+
+	// Suspended, it keeps the revision published: not the older report, not a newer latest.
+	// (Its reconciler holds the report of the older pin for the publish it waits for: the
+	// cluster reads the spec, and the pause gives its cache the suspend before v4 exists.)
+	f.update(pd, func() { pd.Spec.Suspend = true })
+	stays := func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
+		g.Expect(c.Status.DeployedPackages.Tag).To(Equal(published.Tag))
+		g.Expect(c.Status.DeployedPackages.Packages).To(carried)
+	}
+	f.g.Consistently(stays, 2*time.Second, 250*time.Millisecond).Should(Succeed())
+	f.publish("nginx-hello", 4)
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
+			return err
+		}
+		pd.Status.Resolved = &v2
+		pd.Status.Conditions = append(pd.Status.Conditions, metav1.Condition{Type: "Touched", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()})
+		return env.Client.Status().Update(f.ctx, pd)
+	}).Should(Succeed())
+	f.g.Consistently(stays, 5*time.Second, 250*time.Millisecond).Should(Succeed(), "the suspended deployment stays at v3")
+}

@@ -30,6 +30,28 @@ type Git interface {
 	Approve(ctx context.Context, r pkgrepo.Remote, pkg string, number int, commit string) (pkgrepo.PublishResult, error)
 }
 
+// Branch is the part of pkgrepo.Store that reads a cluster repository's branch.
+type Branch interface {
+	Latest(ctx context.Context, r pkgrepo.Remote, pkg string) (pkgrepo.Revision, bool, error)
+	ReadPackage(ctx context.Context, r pkgrepo.Remote, pkg, commit string) (map[string][]byte, error)
+}
+
+// Current reads the latest deployed-packages revision published at pkg, and the pins it carries,
+// from the branch as the mirror holds it: nil when there is none. It is what is deployed when
+// nothing else says so (`flotilla render`, which keeps no status, and a controller whose cluster
+// status was lost).
+func Current(ctx context.Context, git Branch, remote pkgrepo.Remote, pkg string) (*v1alpha1.DeployedPackagesStatus, error) {
+	rev, ok, err := git.Latest(ctx, remote, pkg)
+	if err != nil || !ok {
+		return nil, err
+	}
+	files, err := git.ReadPackage(ctx, remote, pkg, rev.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha1.DeployedPackagesStatus{Revision: rev.Number, Tag: rev.Tag, Commit: rev.Commit, Packages: render.ParsePins(files)}, nil
+}
+
 // Resolve resolves the package revision pd asks for in repo, which remote reaches. The result
 // is checked against the pins pd has (see Unmoved): status.resolved, and the pin published carries
 // for pd (published is the cluster's current revision, nil when there is none or it is unknown),

@@ -84,7 +84,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	published, err := current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
+	published, err := fleet.Current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
@@ -182,19 +182,6 @@ func (f *Fleet) remote(repo *v1alpha1.Repository) (pkgrepo.Remote, error) {
 		return r, fmt.Errorf("%w %s/%s not found in the input files", gitremote.ErrSecret, repo.Namespace, ref.Name)
 	}
 	return gitremote.WithSecret(r, s)
-}
-
-// current reads the latest published deployed-packages revision and the pins it carries.
-func current(ctx context.Context, git Git, remote pkgrepo.Remote, pkg string) (*v1alpha1.DeployedPackagesStatus, error) {
-	rev, ok, err := git.Latest(ctx, remote, pkg)
-	if err != nil || !ok {
-		return nil, err
-	}
-	files, err := git.ReadPackage(ctx, remote, pkg, rev.Commit)
-	if err != nil {
-		return nil, err
-	}
-	return &v1alpha1.DeployedPackagesStatus{Revision: rev.Number, Tag: rev.Tag, Commit: rev.Commit, Packages: render.ParsePins(files)}, nil
 }
 
 // PrintTable writes one row per cluster: what was published or proposed, and what changed.

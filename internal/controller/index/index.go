@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/giturl"
+	"github.com/flotilla-dev/flotilla/internal/render"
 )
 
 const (
@@ -41,6 +42,24 @@ func Location(repo *v1alpha1.Repository) string {
 		return "oci " + repo.Spec.OCI.URL // nothing writes there
 	}
 	return giturl.Normalize(repo.Spec.Git.URL) + " " + gitremote.Branch(repo)
+}
+
+// ClusterLocation is where cluster's deployed-packages is in repo, its git Repository: the
+// branch's Location and the package's directory (DeployedPackagesStatus.Location).
+func ClusterLocation(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
+	return Location(repo) + " " + render.PackagePath(repo.Spec.Git.Directory, render.PackageName(cluster))
+}
+
+// Published is the deployed-packages revision cluster's status says it published where repo, its
+// Repository, now puts it: nil when none, when it was published elsewhere (the cluster moved),
+// or when repo is not git. It is the base every resolve of the cluster's deployments is checked
+// against.
+func Published(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) *v1alpha1.DeployedPackagesStatus {
+	dp := cluster.Status.DeployedPackages
+	if dp == nil || repo.Spec.Git == nil || (dp.Location != "" && dp.Location != ClusterLocation(cluster, repo)) {
+		return nil
+	}
+	return dp
 }
 
 // Setup registers the indexes with the manager's cache.

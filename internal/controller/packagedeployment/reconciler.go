@@ -21,6 +21,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
+	"github.com/flotilla-dev/flotilla/internal/controller/index"
 	"github.com/flotilla-dev/flotilla/internal/fleet"
 	"github.com/flotilla-dev/flotilla/internal/gitremote"
 	"github.com/flotilla-dev/flotilla/internal/health"
@@ -296,12 +297,33 @@ func (r *Reconciler) resolve(ctx context.Context, pd *v1alpha1.PackageDeployment
 		// A pin resolved for this generation whose report waits is the pin to check against.
 		pd.Status.Resolved = r.deferredPin(pd)
 	}
-	resolved, err := fleet.Resolve(ctx, r.Git, remote, repo, pd, cluster.Status.DeployedPackages)
+	published, err := r.published(ctx, cluster, repo)
+	if err != nil {
+		return err
+	}
+	resolved, err := fleet.Resolve(ctx, r.Git, remote, repo, pd, published)
 	if err != nil {
 		return err
 	}
 	pd.Status.Resolved = &resolved
 	return nil
+}
+
+// published is the cluster's published revision where it publishes now (index.Published), as
+// its own reconciler takes it: a revision it published before it moved is no base here. repo is
+// the deployment's package repository, often the cluster's too. nil when the cluster's Repository
+// does not exist (the cluster publishes nothing then).
+func (r *Reconciler) published(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) (*v1alpha1.DeployedPackagesStatus, error) {
+	if cluster.Status.DeployedPackages == nil {
+		return nil, nil
+	}
+	if repo.Name != cluster.Spec.Repository.Name {
+		repo = &v1alpha1.Repository{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+	}
+	return index.Published(cluster, repo), nil
 }
 
 var errRepositoryNotFound = errors.New("repository not found")

@@ -41,8 +41,12 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads Secrets without caching them.
 	APIReader client.Reader
-	Git       fleet.Git
-	Events    events.EventRecorder
+	// Git resolves and publishes, and reads what a cluster's branch holds.
+	Git interface {
+		fleet.Git
+		fleet.Branch
+	}
+	Events events.EventRecorder
 	// Clients reach workload clusters that have spec.kubeConfigSecretRef.
 	Clients *remotecluster.Clients
 	// Workers is how many clusters are reconciled (published) at once (at least 1).
@@ -159,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			// Forget the last publish: when this cluster writes again, it checks git first.
 			r.forget(req.NamespacedName)
 			setRepositoryInUse(cluster, repo, other)
-			if dp := cluster.Status.DeployedPackages; dp != nil && dp.Location != location(cluster, repo) {
+			if dp := cluster.Status.DeployedPackages; dp != nil && dp.Location != index.ClusterLocation(cluster, repo) {
 				// The cluster left where it published: it no longer holds that place (and must
 				// not win it back over the one writing there now by a stale status).
 				cluster.Status.DeployedPackages, cluster.Status.Proposal = nil, nil
@@ -180,10 +184,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The revision published in another place (the cluster moved) is not this place's: it neither
 	// keeps deployments published here nor is the base of resolves and approvals.
-	loc := location(cluster, repo)
+	loc := index.ClusterLocation(cluster, repo)
 	published, proposal := cluster.Status.DeployedPackages, cluster.Status.Proposal
-	if published != nil && published.Location != "" && published.Location != loc {
+	if published != nil && index.Published(cluster, repo) == nil {
 		published, proposal = nil, nil
+	}
+	if cluster.Status.DeployedPackages == nil {
+		// Nothing published by the status: a new cluster, or its status lost (a restore of the
+		// management cluster without it). What the branch holds is deployed, and it is the base
+		// as when the status says so: latest never goes back from it, and a deployment it carries
+		// is not undeployed for want of a pin. One read of the mirror (the fetch a first publish
+		// makes anyway). A cluster that moved starts at its new place from nothing, as before:
+		// what an earlier writer left there is not its history.
+		if published, err = fleet.Current(ctx, r.Git, remote, packagePath(cluster, repo)); err != nil {
+			fail(err)
+			return ctrl.Result{}, ignoreUserError(err)
+		}
+		if published != nil {
+			published.Location = loc
+			cluster.Status.DeployedPackages = published
+		}
 	}
 	pins, err := r.pins(ctx, cluster, repos, published)
 	if err != nil {
@@ -501,6 +521,21 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 				}
 			}
 		}
+		if resolved != nil && fleet.Unmoved(fleet.PublishedPin(published, pd.Name, resolved.Repository), *resolved, pd.Spec.Package.Revision) != nil {
+			// A reported pin that latest took back from the one published: resolved without the
+			// published revision (its report raced a newer publish, or the cluster's status was
+			// lost when it was resolved). Resolved again here against it, or not published.
+			resolved = nil
+			again := pd
+			if pd.Spec.Suspend {
+				again = fleet.AtPublished(pd, published) // it keeps the published revision
+			}
+			if again != nil {
+				if rev, err := r.resolve(ctx, cluster, again, repos, published); err == nil {
+					resolved = &rev
+				}
+			}
+		}
 		if resolved == nil {
 			// Render leaves out what the engine refuses (the deployment says NotAccepted); any
 			// other deployment the published revision carries would be undeployed for want of a pin.
@@ -516,8 +551,9 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		pins = append(pins, fleet.NewPin(pd, repo, *resolved))
 	}
 	if len(unpinned) > 0 {
-		return nil, fmt.Errorf("%w: the published revision carries %s, with no pin to keep: its PackageDeployment has not reported one "+
-			"(see its conditions; a revision that cannot be resolved, or a status lost), and leaving it out would undeploy it. "+
+		return nil, fmt.Errorf("%w: the published revision carries %s, with no pin to keep: its PackageDeployment has not reported one, "+
+			"or one that goes back from the published tag (see its conditions; a revision that cannot be resolved, or a status lost), "+
+			"and leaving it out would undeploy it. "+
 			"Set a revision that resolves in spec.package.revision (a suspended deployment keeps the published one: unsuspend it to choose another), "+
 			"or delete the PackageDeployment to undeploy it",
 			errPinUnknown, strings.Join(unpinned, ", "))

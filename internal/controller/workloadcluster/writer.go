@@ -56,11 +56,6 @@ func (r *Reconciler) sharers(ctx context.Context, repo *v1alpha1.Repository, pat
 	return out, nil
 }
 
-// location is where cluster's deployed-packages is in repo (DeployedPackagesStatus.Location).
-func location(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
-	return index.Location(repo) + " " + packagePath(cluster, repo)
-}
-
 // writer is the cluster of clusters that may write their shared deployed-packages at loc: of those
 // whose published revision is at loc, else of all, the oldest, then the first by namespace/name.
 // nil when there is none.
@@ -92,7 +87,7 @@ func (r *Reconciler) otherWriter(ctx context.Context, cluster *v1alpha1.Workload
 	if err != nil {
 		return nil, err
 	}
-	w := writer(append(clusters, cluster), location(cluster, repo))
+	w := writer(append(clusters, cluster), index.ClusterLocation(cluster, repo))
 	if w == nil || client.ObjectKeyFromObject(w) == client.ObjectKeyFromObject(cluster) {
 		return nil, nil
 	}

@@ -180,6 +180,19 @@ func (f *fixture) update(obj client.Object, mutate func()) {
 	}).Should(Succeed())
 }
 
+// updateStatus is update for obj's status subresource (the status a reconciler wrote, changed
+// as a restore or a race would leave it).
+func (f *fixture) updateStatus(obj client.Object, mutate func()) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return env.Client.Status().Update(f.ctx, obj)
+	}).Should(Succeed())
+}
+
 // clusterAt waits until edge01's published deployed-packages is revision n and returns the
 // cluster.
 func (f *fixture) clusterAt(n int) *v1alpha1.WorkloadCluster {

@@ -112,13 +112,9 @@ func TestNoPinIsNoUndeploy(t *testing.T) {
 	gittest.DeleteTag(t, f.catalog, "nginx-hello/v3")
 	f.condition(pd, func() []metav1.Condition { return pd.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RevisionNotFound")
 
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
-			return err
-		}
+	f.updateStatus(pd, func() {
 		pd.Status = v1alpha1.PackageDeploymentStatus{}
-		return env.Client.Status().Update(f.ctx, pd)
-	}).Should(Succeed())
+	})
 	f.g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
 		g.Expect(pd.Status.Resolved).To(BeNil())
@@ -160,13 +156,9 @@ func TestSuspendedKeepsThePublishedRevision(t *testing.T) {
 	f.update(pd, func() { pd.Spec.Suspend = true })
 	f.publish("nginx-hello", 4)
 
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
-			return err
-		}
+	f.updateStatus(pd, func() {
 		pd.Status = v1alpha1.PackageDeploymentStatus{}
-		return env.Client.Status().Update(f.ctx, pd)
-	}).Should(Succeed())
+	})
 	c := &v1alpha1.WorkloadCluster{}
 	f.g.Consistently(func(g Gomega) {
 		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
@@ -193,23 +185,15 @@ func TestRestoreWithoutStatusKeepsWhatIsDeployed(t *testing.T) {
 
 	// The deployment's status goes first (the cluster holds, TestNoPinIsNoUndeploy), then the
 	// cluster's: before, the cluster then took nothing as published and deployed v2.
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
-			return err
-		}
+	f.updateStatus(pd, func() {
 		pd.Status = v1alpha1.PackageDeploymentStatus{}
-		return env.Client.Status().Update(f.ctx, pd)
-	}).Should(Succeed())
+	})
 	c := &v1alpha1.WorkloadCluster{}
 	f.g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
 	f.condition(c, func() []metav1.Condition { return c.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "PinUnknown")
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, f.key("edge01"), c); err != nil {
-			return err
-		}
+	f.updateStatus(c, func() {
 		c.Status = v1alpha1.WorkloadClusterStatus{}
-		return env.Client.Status().Update(f.ctx, c)
-	}).Should(Succeed())
+	})
 
 	f.g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
@@ -252,13 +236,9 @@ func TestReportedPinNeverGoesBackFromPublished(t *testing.T) {
 
 	v2 := v1alpha1.ResolvedRevision{Repository: "catalog", Revision: 2, Tag: "nginx-hello/v2",
 		Commit: gittest.Tags(t, f.catalog)["nginx-hello/v2"], Directory: "/nginx-hello"}
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
-			return err
-		}
+	f.updateStatus(pd, func() {
 		pd.Status.Resolved = &v2
-		return env.Client.Status().Update(f.ctx, pd)
-	}).Should(Succeed())
+	})
 	c := &v1alpha1.WorkloadCluster{}
 	f.g.Consistently(func(g Gomega) {
 		g.Expect(env.Client.Get(f.ctx, f.key("edge01"), c)).To(Succeed())
@@ -279,13 +259,9 @@ func TestReportedPinNeverGoesBackFromPublished(t *testing.T) {
 	}
 	f.g.Consistently(stays, 2*time.Second, 250*time.Millisecond).Should(Succeed())
 	f.publish("nginx-hello", 4)
-	f.g.Eventually(func() error {
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd); err != nil {
-			return err
-		}
+	f.updateStatus(pd, func() {
 		pd.Status.Resolved = &v2
 		pd.Status.Conditions = append(pd.Status.Conditions, metav1.Condition{Type: "Touched", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()})
-		return env.Client.Status().Update(f.ctx, pd)
-	}).Should(Succeed())
+	})
 	f.g.Consistently(stays, 5*time.Second, 250*time.Millisecond).Should(Succeed(), "the suspended deployment stays at v3")
 }

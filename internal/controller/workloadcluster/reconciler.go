@@ -507,33 +507,26 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 			continue
 		}
 		resolved := pd.Status.Resolved
-		switch {
-		case resolving(pd):
-			if rev, err := r.resolve(ctx, cluster, pd, repos, published); err == nil {
-				resolved = &rev
-			}
-		case resolved == nil && pd.Spec.Suspend:
-			// Suspended with no pin of its own (its status lost): it keeps the one published, as
-			// `flotilla render` does.
-			if at := fleet.AtPublished(pd, published); at != nil {
-				if rev, err := r.resolve(ctx, cluster, at, repos, published); err == nil {
-					resolved = &rev
-				}
-			}
-		}
-		if resolved != nil && fleet.Unmoved(fleet.PublishedPin(published, pd.Name, resolved.Repository), *resolved, pd.Spec.Package.Revision) != nil {
-			// A reported pin that latest took back from the one published: resolved without the
-			// published revision (its report raced a newer publish, or the cluster's status was
-			// lost when it was resolved). Resolved again here against it, or not published.
+		// A reported pin that latest took back from the one published is not kept: it was resolved
+		// without the published revision (its report raced a newer publish, or the cluster's
+		// status was lost then). It is resolved again here against it, or not published.
+		behind := resolved != nil && fleet.Unmoved(fleet.PublishedPin(published, pd.Name, resolved.Repository), *resolved, pd.Spec.Package.Revision) != nil
+		if behind {
 			resolved = nil
-			again := pd
-			if pd.Spec.Suspend {
-				again = fleet.AtPublished(pd, published) // it keeps the published revision
-			}
-			if again != nil {
-				if rev, err := r.resolve(ctx, cluster, again, repos, published); err == nil {
-					resolved = &rev
-				}
+		}
+		var ask *v1alpha1.PackageDeployment // what is resolved here, at most once
+		switch {
+		case pd.Spec.Suspend && resolved == nil:
+			// Suspended with no pin it can keep (its status lost, or behind): it keeps the one
+			// published, as `flotilla render` does.
+			ask = fleet.AtPublished(pd, published)
+		case resolving(pd) || behind:
+			ask = pd
+		}
+		if ask != nil {
+			// On error a resolving deployment keeps its current pin (its own reconciler reports it).
+			if rev, err := r.resolve(ctx, cluster, ask, repos, published); err == nil {
+				resolved = &rev
 			}
 		}
 		if resolved == nil {

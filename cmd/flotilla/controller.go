@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,6 +54,7 @@ type controllerOptions struct {
 	webhookAddr      string
 	kubeAPIBurst     int
 	reconcileTimeout time.Duration
+	gitMaxPackSize   string
 	dashboardAddr    string
 	zap              zap.Options
 }
@@ -88,6 +90,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
+	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most one fetch or push reads from a git server besides the ref advertisement (bounded at 32Mi): a pack over http(s); over ssh, a connection's advertisement and pack together. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge)")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)
@@ -111,6 +114,10 @@ func runController(ctx context.Context, o controllerOptions) error {
 	sel, err := labels.Parse(o.watchSelector)
 	if err != nil {
 		return cannotRun(fmt.Errorf("--watch-label-selector: %w", err))
+	}
+	maxPack, err := parseSize(o.gitMaxPackSize)
+	if err != nil {
+		return cannotRun(fmt.Errorf("--git-max-pack-size: %w", err))
 	}
 	api, err := apiServer(ctx, "--kubeconfig", o.kubeconfig)
 	if err != nil {
@@ -168,6 +175,7 @@ func runController(ctx context.Context, o controllerOptions) error {
 	}
 	store := pkgrepo.NewStore(o.cacheDir)
 	store.AllowLocal = o.allowLocal
+	store.MaxPackBytes = maxPack
 	ctx = ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Shard: sel, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
@@ -179,4 +187,17 @@ func runController(ctx context.Context, o controllerOptions) error {
 		}
 	}
 	return mgr.Start(ctx)
+}
+
+// parseSize reads a positive byte count as a Kubernetes quantity: 1Gi, 512Mi, 1000000.
+func parseSize(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a quantity (such as 512Mi or 2Gi): %w", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive whole number of bytes", s)
+	}
+	return n, nil
 }

@@ -165,6 +165,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "-o", "wide"}, `error: -o "wide": write table, yaml or json` + "\n"},
 		{[]string{"version", "extra"}, `error: unknown command "extra" for "flotilla version" (see flotilla version --help)` + "\n"},
 		{[]string{"controller", "--watch-label-selector", "a b c"}, "error: --watch-label-selector: "},
+		{[]string{"controller", "--git-max-pack-size", "lots"}, `error: --git-max-pack-size: "lots" is not a quantity (such as 512Mi or 2Gi): `},
+		{[]string{"controller", "--git-max-pack-size", "0"}, `error: --git-max-pack-size: "0" is not a positive whole number of bytes` + "\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, stderr, code := flotilla(t, tc.args...)

@@ -154,3 +154,23 @@ func TestHangingRepositoryHoldsOnePoll(t *testing.T) {
 		g.Expect(meta.IsStatusConditionFalse(hung.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue(), "conditions %v", hung.Status.Conditions)
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
+
+// A Repository whose server sends a ref advertisement without end is cut at its bound: the
+// Repository says RepositoryTooLarge and Stalled, with the bound in the message, and its poll
+// works again once the server behaves.
+func TestEndlessAdvertisementRepository(t *testing.T) {
+	endless, e := gittest.WithEndlessAdvertisement("catalog")
+	f := newFixture(t, endless)
+	catalog := f.repository("catalog")
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
+
+	e.On.Store(true)
+	ready := f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "RepositoryTooLarge")
+	f.g.Expect(ready.Message).To(ContainSubstring("ref advertisement was larger than 32Mi"))
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RepositoryTooLarge")
+	hungUp, sent := e.HungUp()
+	f.g.Expect(hungUp).To(BeTrue(), "the controller read all %d bytes the server sent", sent)
+
+	e.On.Store(false)
+	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")
+}

@@ -174,6 +174,8 @@ func Reason(err error) (reason string, stalled bool) {
 		return "RevisionNotFound", true
 	case errors.Is(err, pkgrepo.ErrInvalidPackage):
 		return "InvalidPackage", true
+	case errors.Is(err, pkgrepo.ErrAnswerTooLarge):
+		return "RepositoryTooLarge", true
 	case errors.Is(err, pkgrepo.ErrRemoteEmptied):
 		return "RepositoryEmptied", false
 	case errors.Is(err, pkgrepo.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):

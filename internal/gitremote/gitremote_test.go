@@ -75,6 +75,7 @@ func TestReason(t *testing.T) {
 		fmt.Errorf("x: %w", pkgrepo.ErrCredentials):          {"SecretInvalid", true},
 		fmt.Errorf("x: %w", ErrSecret):                       {"SecretInvalid", true},
 		fmt.Errorf("x: %w", pkgrepo.ErrUnreachable):          {"RepositoryUnreachable", false},
+		fmt.Errorf("x: %w", pkgrepo.ErrAnswerTooLarge):       {"RepositoryTooLarge", true},
 	} {
 		reason, stalled := Reason(err)
 		if diff := cmp.Diff(want, result{reason, stalled}); diff != "" {

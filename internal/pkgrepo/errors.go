@@ -64,6 +64,9 @@ var (
 	// (a proxy that gives up with an empty 200, a server being restored), not
 	// as every package and revision deleted at once: the mirror keeps its refs.
 	ErrRemoteEmptied = errors.New("remote advertised no refs")
+	// ErrAnswerTooLarge: the server sent more than flotilla reads from one answer (a ref
+	// advertisement, a pack): MaxAdvertisementBytes, Store.MaxPackBytes.
+	ErrAnswerTooLarge = errors.New("git server's answer too large")
 	// ErrCertificateUntrusted: the https server's certificate does not verify
 	// against the system's CAs and the CA bundle given.
 	ErrCertificateUntrusted = errors.New("server certificate not trusted")
@@ -132,6 +135,8 @@ func classify(err error) error {
 	var badHost x509.HostnameError
 	var badCert x509.CertificateInvalidError
 	switch {
+	case errors.Is(err, ErrAnswerTooLarge):
+		return ErrAnswerTooLarge
 	case errors.Is(err, ErrHostKeyUnknown):
 		return ErrHostKeyUnknown
 	case errors.Is(err, ErrHostKeyMismatch):

@@ -18,3 +18,7 @@ func SetConfirmWait(t testing.TB, d time.Duration) {
 	confirmWait = d
 	t.Cleanup(func() { confirmWait = saved })
 }
+
+// SetMaxAdvertisement bounds the ref advertisements s reads over http(s) at n bytes instead of
+// MaxAdvertisementBytes (over ssh, a connection reads MaxPackBytes and n).
+func SetMaxAdvertisement(s *Store, n int64) { s.maxAdvertisement = n }

@@ -64,7 +64,7 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 		if len(p.refspecs) == 0 {
 			return p.result, nil
 		}
-		err = m.push(ctx, ep, p.refspecs, fetch, s.now())
+		err = s.pushBounded(ctx, m, ep, p.refspecs, fetch)
 		if err == nil {
 			m.fetched, m.credential = s.now(), ep.credential // the push saw the remote as the mirror is now
 			return p.result, nil
@@ -79,6 +79,17 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 		}
 	}
 	return PublishResult{}, fmt.Errorf("gave up after %d attempts: %w", maxAttempts, lastErr)
+}
+
+// pushBounded is m.push with the server's answers bounded (Store.bound).
+func (s *Store) pushBounded(ctx context.Context, m *mirror, ep endpoint, refspecs []config.RefSpec, fetched bool) error {
+	ctx, bound := s.bound(ctx, ep)
+	defer bound.release()
+	err := m.push(ctx, ep, refspecs, fetched, s.now())
+	if cut := bound.check("push", ep, err); cut != nil {
+		return cut
+	}
+	return err
 }
 
 // prepare fetches (if fetch) and asks build for a plan; it returns the plan and the digest of the
@@ -139,11 +150,12 @@ func (m *mirror) push(ctx context.Context, ep endpoint, refspecs []config.RefSpe
 		return errNoAtomic // built on the mirror unfetched: only an exact push may carry that
 	}
 	err = m.remote(ep).PushContext(ctx, &git.PushOptions{
-		RemoteName: "origin",
-		RefSpecs:   refspecs,
-		Auth:       opts.auth,
-		CABundle:   opts.caBundle,
-		Atomic:     true,
+		RemoteName:   "origin",
+		RefSpecs:     refspecs,
+		Auth:         opts.auth,
+		CABundle:     opts.caBundle,
+		Atomic:       true,
+		ProxyOptions: proxyOf(ctx),
 	})
 	switch {
 	case errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -224,13 +236,15 @@ func (m *mirror) record(name plumbing.ReferenceName, deleted bool, h plumbing.Ha
 	return m.repo.Storer.SetReference(plumbing.NewHashReference(name, h))
 }
 
-// client returns go-git's endpoint and transport for ep with opts' CA bundle, for a session.
-func (ep endpoint) client(opts transportOptions) (*transport.Endpoint, transport.Transport, error) {
+// client returns go-git's endpoint and transport for ep with opts' CA bundle, for a session of
+// the operation ctx carries (its bound: proxyOf).
+func (ep endpoint) client(ctx context.Context, opts transportOptions) (*transport.Endpoint, transport.Transport, error) {
 	if ep.dial == nil {
 		return nil, nil, fmt.Errorf("repository %s: no endpoint", ep.display)
 	}
 	e := *ep.dial
 	e.CaBundle = opts.caBundle
+	e.Proxy = proxyOf(ctx)
 	cl, err := client.NewClient(&e)
 	return &e, cl, err
 }
@@ -279,7 +293,7 @@ func (m *mirror) pushExact(ctx context.Context, ep endpoint, opts transportOptio
 	if err != nil {
 		return err
 	}
-	e, cl, err := ep.client(opts)
+	e, cl, err := ep.client(ctx, opts)
 	if err != nil {
 		return err
 	}

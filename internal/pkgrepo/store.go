@@ -58,6 +58,12 @@ type Store struct {
 	// they fail with ErrLocalRepository: a controller serving tenants must not
 	// read its own disk because someone named a path. Set it before first use.
 	AllowLocal bool
+	// MaxPackBytes bounds what one fetch or push reads from its server besides the ref
+	// advertisement (over ssh: with it): a pack, a push's report. Zero means DefaultMaxPackBytes.
+	// Set it before first use.
+	MaxPackBytes int64
+	// maxAdvertisement is MaxAdvertisementBytes, unless a test sets less.
+	maxAdvertisement int64
 
 	dir string
 	key []byte // HMAC key for credential fingerprints
@@ -273,23 +279,29 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 	// comparison in memory. A fetch that finds nothing new makes the same request, then reads every
 	// ref and looks up every object it names on disk. The first fetch of a mirror goes straight
 	// to a fetch, so a cold start makes no extra request.
+	ctx, bound := s.bound(ctx, ep)
+	defer bound.release()
 	same := false
 	if !m.fetched.IsZero() {
 		same, err = m.unchanged(ctx, ep, opts)
 	}
 	if err == nil && !same {
 		err = m.remote(ep).FetchContext(ctx, &git.FetchOptions{
-			RemoteName: "origin",
-			RefSpecs:   mirrorRefSpecs,
-			Tags:       git.NoTags,
-			Prune:      true,
-			Force:      true,
-			Auth:       opts.auth,
-			CABundle:   opts.caBundle,
+			RemoteName:   "origin",
+			RefSpecs:     mirrorRefSpecs,
+			Tags:         git.NoTags,
+			Prune:        true,
+			Force:        true,
+			Auth:         opts.auth,
+			CABundle:     opts.caBundle,
+			ProxyOptions: proxyOf(ctx),
 		})
 		if !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			m.forget()
 		}
+	}
+	if cut := bound.check("fetch", ep, err); cut != nil {
+		return cut
 	}
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -327,7 +339,7 @@ func (m *mirror) unchanged(ctx context.Context, ep endpoint, opts transportOptio
 // refs asks the remote for its refs, as `git ls-remote` does (one request over HTTP); an empty
 // repository is transport.ErrEmptyRemoteRepository.
 func (ep endpoint) refs(ctx context.Context, opts transportOptions) (_ map[plumbing.ReferenceName]plumbing.Hash, err error) {
-	e, cl, err := ep.client(opts)
+	e, cl, err := ep.client(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/gittest"
+	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
 // fault is what the git server does to each request while it is set.
@@ -168,8 +169,9 @@ func TestEndlessAdvertisementRepository(t *testing.T) {
 	ready := f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "RepositoryTooLarge")
 	f.g.Expect(ready.Message).To(ContainSubstring("ref advertisement was larger than 32Mi"))
 	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "RepositoryTooLarge")
+	f.g.Eventually(e.Ended(), time.Minute).Should(BeClosed(), "the server is still sending a minute after the poll failed")
 	hungUp, sent := e.HungUp()
-	f.g.Expect(hungUp).To(BeTrue(), "the controller read all %d bytes the server sent", sent)
+	f.g.Expect(hungUp && sent < 4*pkgrepo.MaxAdvertisementBytes).To(BeTrue(), "the server sent %d bytes before the controller hung up (hung up: %v)", sent, hungUp)
 
 	e.On.Store(false)
 	f.condition(catalog, func() []metav1.Condition { return catalog.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue, "Fetched")

@@ -2,15 +2,17 @@ package gittest
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// EndlessAdvertisement makes a Server answer info/refs of one repository, while On is true, with
-// a ref advertisement that never ends (a new tag per line), as a hostile server could: until the
-// client hangs up, or MaxBytes, so a client that never does fails its test instead of hanging it.
+// EndlessAdvertisement makes a server answer git-upload-pack of one repository (over http, its
+// info/refs; over ssh, the session) while On is true with a ref advertisement that never ends (a
+// new tag per line), as a hostile server could: until the client hangs up, or EndlessMaxBytes, so
+// a client that never does fails its test instead of hanging it.
 type EndlessAdvertisement struct {
 	On atomic.Bool
 
@@ -33,17 +35,32 @@ func WithEndlessAdvertisement(name string) (Option, *EndlessAdvertisement) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			defer e.once.Do(func() { close(e.ended) })
-			e.serve(w)
+			w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+			e.serve(w, pkt("# service=git-upload-pack\n")+"0000")
 		})
 	}), e
 }
 
-func (e *EndlessAdvertisement) serve(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+// EndlessAdvertisement makes git-upload-pack sessions for repository name answer with an endless
+// advertisement while the returned EndlessAdvertisement's On is true.
+func (s *SSHServer) EndlessAdvertisement(name string) *EndlessAdvertisement {
+	e := &EndlessAdvertisement{ended: make(chan struct{})}
+	s.endless.Store(&endlessFor{repo: name + ".git", e: e})
+	return e
+}
+
+type endlessFor struct {
+	repo string
+	e    *EndlessAdvertisement
+}
+
+func pkt(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+
+// serve writes head, then the advertisement without end.
+func (e *EndlessAdvertisement) serve(w io.Writer, head string) {
+	defer e.once.Do(func() { close(e.ended) })
 	const hash = "1111111111111111111111111111111111111111"
-	pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
-	head := pkt("# service=git-upload-pack\n") + "0000" + pkt(hash+" refs/heads/main\x00ofs-delta side-band-64k\n")
+	head += pkt(hash + " refs/heads/main\x00ofs-delta side-band-64k\n")
 	if _, err := w.Write([]byte(head)); err != nil {
 		e.hungUp.Store(true)
 		return

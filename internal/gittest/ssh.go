@@ -44,6 +44,8 @@ type SSHServer struct {
 	ctx context.Context
 	// noCapabilities: see NoCapabilitiesWhenEmpty.
 	noCapabilities atomic.Bool
+	// endless: see EndlessAdvertisement.
+	endless atomic.Pointer[endlessFor]
 }
 
 // NoCapabilitiesWhenEmpty makes git-receive-pack advertise a repository without refs as a bare
@@ -138,6 +140,11 @@ func (s *SSHServer) serve(t testing.TB, sess ssh.Session) {
 	if !ok {
 		fmt.Fprintf(sess.Stderr(), "gittest: no repository %q\n", args[1])
 		_ = sess.Exit(1)
+		return
+	}
+	if e := s.endless.Load(); e != nil && e.e.On.Load() && args[0] == "git-upload-pack" && filepath.Base(dir) == e.repo {
+		e.e.serve(sess, "")
+		_ = sess.Exit(0)
 		return
 	}
 	cmd := exec.CommandContext(s.ctx, "git", strings.TrimPrefix(args[0], "git-"), dir)

@@ -8,10 +8,14 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/net/proxy"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -21,8 +25,9 @@ import (
 // Each exchange is bounded in bytes, so one hostile or broken server cannot exhaust what every
 // tenant shares; the reconcile timeout bounds it in time.
 
-// MaxAdvertisementBytes bounds one ref advertisement over http(s) (the answer to info/refs), read
-// whole into memory. A kpt catalog of 1,000 packages with 50 revisions each advertises ≈ 4 MB.
+// MaxAdvertisementBytes bounds one ref advertisement (over http(s) the answer to info/refs, over
+// ssh what a connection reads up to it, handshake included), read whole into memory. A kpt
+// catalog of 1,000 packages with 50 revisions each advertises ≈ 4 MB.
 const MaxAdvertisementBytes = 32 << 20
 
 // DefaultMaxPackBytes is Store.MaxPackBytes when unset.
@@ -31,10 +36,11 @@ const DefaultMaxPackBytes = 1 << 30
 // boundScheme is the proxy scheme an ssh endpoint is dialed through: go-git's ssh transport has
 // no hook for its connection but its proxy, so a bounded operation names a proxy of this scheme,
 // whose dialer dials as go-git would (proxy.Dial: the environment's ALL_PROXY) and bounds what the
-// connection reads.
+// connection reads (sshDialer, sshClient).
 const boundScheme = "flotilla-bounded"
 
 func init() {
+	client.InstallProtocol("ssh", sshClient{gitssh.DefaultClient})
 	proxy.RegisterDialerType(boundScheme, func(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
 		b, ok := sshBounds.Load(u.Host)
 		if !ok {
@@ -52,6 +58,8 @@ type answerBound struct {
 	// exceeded is the message of the first answer cut, nil while none was.
 	exceeded atomic.Pointer[string]
 	token    string // the ssh proxy's host, "" until registered
+	// conn is the operation's latest ssh connection.
+	conn atomic.Pointer[boundedConn]
 }
 
 // cut records that an answer went past its bound (msg says which), and returns the error its
@@ -124,9 +132,14 @@ func boundOf(ctx context.Context) *answerBound {
 	return &answerBound{pack: DefaultMaxPackBytes, advert: MaxAdvertisementBytes}
 }
 
-// boundedTransport bounds the body of every answer: an advertisement (GET) at
-// MaxAdvertisementBytes, anything else (a pack, a push's report) at the operation's pack bound.
-// Bodies are counted as read, after net/http took any gzip off.
+// errorBodyBytes is as much of an answer that is not a success (a 401, a 500) as is read: go-git
+// reads such a body whole for its message.
+const errorBodyBytes = 64 << 10
+
+// boundedTransport bounds the body of every answer: an advertisement (GET) at the operation's
+// advert bound, anything else (a pack, a push's report) at its pack bound, and one that is not a
+// success at errorBodyBytes (quietly: the status is the error). Bodies are counted as read, after
+// net/http took any gzip off.
 type boundedTransport struct{ base http.RoundTripper }
 
 func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -134,24 +147,35 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		res.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(res.Body, errorBodyBytes), res.Body}
+		return res, nil
+	}
 	b := boundOf(req.Context())
 	advert := req.Method == http.MethodGet
 	limit := b.pack
 	if advert {
 		limit = b.advert
 	}
-	res.Body = &boundedBody{ReadCloser: res.Body, budget: budget{left: limit, cut: func() error {
+	body := &boundedBody{ReadCloser: res.Body}
+	body.budget.left.Store(limit)
+	body.budget.cut = func() error {
 		if advert {
 			return b.cut(fmt.Sprintf("the server's ref advertisement was larger than %s, the most flotilla reads; flotilla stopped reading it", size(limit)))
 		}
-		return b.cut(fmt.Sprintf("the server's answer was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(limit)))
-	}}}
+		return b.cut(fmt.Sprintf("the server's answer (a pack) was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(limit)))
+	}
+	res.Body = body
 	return res, nil
 }
 
-// budget is how much more a reader may read before it is cut.
+// budget is how much more a reader may read before it is cut. One goroutine reads; left may be
+// raised from another.
 type budget struct {
-	left int64
+	left atomic.Int64
 	cut  func() error // called once, when a read goes past left; its error is every read's after
 	err  error
 }
@@ -161,15 +185,14 @@ func (b *budget) read(r io.Reader, p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1] // one byte more than allowed tells an answer at the bound from one past it
+	if left := b.left.Load(); int64(len(p)) > left+1 {
+		p = p[:left+1] // one byte more than allowed tells an answer at the bound from one past it
 	}
 	n, err := r.Read(p)
-	if int64(n) > b.left {
+	if after := b.left.Add(-int64(n)); after < 0 {
 		b.err = b.cut()
-		return int(b.left), b.err
+		return max(0, n+int(after)), b.err
 	}
-	b.left -= int64(n)
 	return n, err
 }
 
@@ -180,7 +203,13 @@ type boundedBody struct {
 
 func (r *boundedBody) Read(p []byte) (int, error) { return r.budget.read(r.ReadCloser, p) }
 
-// sshDialer dials as go-git's ssh transport does without a proxy, and bounds the connection.
+// sshHandshakeBytes is what an ssh connection may read besides the ref advertisement before it
+// (the version, key exchange, host key, authentication and session replies: a few KB).
+const sshHandshakeBytes = 64 << 10
+
+// sshDialer dials as go-git's ssh transport does without a proxy, and bounds the connection: at
+// first to the handshake and the advertisement, then (sshClient, once the advertisement is read)
+// with the pack bound added.
 type sshDialer struct{ b *answerBound }
 
 func (d sshDialer) Dial(network, addr string) (net.Conn, error) {
@@ -192,20 +221,114 @@ func (d sshDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	if err != nil {
 		return nil, err
 	}
-	// One connection carries one command: its advertisement and its pack, bounded together.
-	limit := d.b.pack + d.b.advert
-	cut := func() error {
+	bc := &boundedConn{Conn: c}
+	bc.budget.left.Store(sshHandshakeBytes + d.b.advert)
+	bc.budget.cut = func() error {
 		_ = c.Close()
-		return d.b.cut(fmt.Sprintf("the server sent more than %s over one ssh connection (the controller's --git-max-pack-size, %s, and %s for the ref advertisement); flotilla stopped reading it",
-			size(limit), size(d.b.pack), size(d.b.advert)))
+		if !bc.packPhase.Load() {
+			return d.b.cut(fmt.Sprintf("the server's ref advertisement was larger than %s, the most flotilla reads; flotilla stopped reading it", size(d.b.advert)))
+		}
+		return d.b.cut(fmt.Sprintf("the server's answer (a pack) was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(d.b.pack)))
 	}
-	return &boundedConn{Conn: c, budget: budget{left: limit, cut: cut}}, nil
+	d.b.conn.Store(bc)
+	return bc, nil
 }
 
-// boundedConn is read by one goroutine (x/crypto's ssh transport reads in one loop).
+// boundedConn is an ssh connection within its budget. x/crypto's ssh transport reads it in one
+// goroutine; sshClient raises its budget from another.
 type boundedConn struct {
 	net.Conn
-	budget budget
+	budget    budget
+	packPhase atomic.Bool
 }
 
 func (c *boundedConn) Read(p []byte) (int, error) { return c.budget.read(c.Conn, p) }
+
+// advertised ends the advertisement phase of the operation's connection (its latest: an
+// operation's ssh sessions run one after another): the pack bound is added to its budget.
+func (b *answerBound) advertised() {
+	if c := b.conn.Load(); c != nil && !c.packPhase.Swap(true) {
+		c.budget.left.Add(b.pack)
+	}
+}
+
+// sshClient is go-git's ssh transport with sessions that end their connection's advertisement
+// phase once the advertisement is read.
+type sshClient struct{ transport.Transport }
+
+// sshBoundOf is the bound an endpoint's proxy option names, nil when it names none.
+func sshBoundOf(ep *transport.Endpoint) *answerBound {
+	host, ok := strings.CutPrefix(ep.Proxy.URL, boundScheme+"://")
+	if !ok {
+		return nil
+	}
+	if b, ok := sshBounds.Load(host); ok {
+		return b.(*answerBound)
+	}
+	return nil
+}
+
+func (c sshClient) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	s, err := c.Transport.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	if b := sshBoundOf(ep); b != nil {
+		return uploadSession{advertPhase{s, b}, s}, nil
+	}
+	return s, nil
+}
+
+func (c sshClient) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	s, err := c.Transport.NewReceivePackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	if b := sshBoundOf(ep); b != nil {
+		return receiveSession{advertPhase{s, b}, s}, nil
+	}
+	return s, nil
+}
+
+// advertPhase is a session whose advertisement, once read, ends its connection's advertisement
+// phase.
+type advertPhase struct {
+	transport.Session
+	b *answerBound
+}
+
+func (s advertPhase) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s advertPhase) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	defer s.b.advertised()
+	return s.Session.AdvertisedReferencesContext(ctx)
+}
+
+// uploadSession reads the advertisement (within its bound) before the pack: go-git's session
+// would read it itself if it has not yet.
+type uploadSession struct {
+	advertPhase
+	up transport.UploadPackSession
+}
+
+func (s uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	if _, err := s.AdvertisedReferencesContext(ctx); err != nil {
+		return nil, err
+	}
+	return s.up.UploadPack(ctx, req)
+}
+
+// receiveSession reads the advertisement (within its bound) before it pushes.
+type receiveSession struct {
+	advertPhase
+	rp transport.ReceivePackSession
+}
+
+func (s receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	if _, err := s.AdvertisedReferencesContext(ctx); err != nil {
+		return nil, err
+	}
+	return s.rp.ReceivePack(ctx, req)
+}

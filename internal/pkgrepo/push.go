@@ -73,6 +73,9 @@ func (s *Store) update(ctx context.Context, m *mirror, ep endpoint, fetchFirst b
 			lastErr, lastDigest = err, "" // fetch and build again
 			continue
 		}
+		if errors.Is(err, ErrAnswerTooLarge) {
+			return PublishResult{}, err // pushBounded's RemoteError: the same server would answer the same
+		}
 		lastErr, lastDigest = wrapTransport("push", ep, err), digest
 		if errors.Is(lastErr, ErrAuthentication) || errors.Is(lastErr, ErrUnreachable) || ctx.Err() != nil {
 			return PublishResult{}, lastErr

@@ -299,6 +299,9 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 		if !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			m.forget()
 		}
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			m.removeTempPacks()
+		}
 	}
 	if cut := bound.check("fetch", ep, err); cut != nil {
 		return cut
@@ -392,6 +395,16 @@ func mirrored(name plumbing.ReferenceName) bool {
 		}
 	}
 	return false
+}
+
+// removeTempPacks removes what a fetch that failed half-way left in the mirror: go-git's pack
+// writer keeps its temporary file when the pack it reads ends early (an answer cut at its bound,
+// a dropped connection), which would otherwise add up to a pack bound of disk per failed poll.
+func (m *mirror) removeTempPacks() {
+	files, _ := filepath.Glob(filepath.Join(m.dir, "objects", "pack", "tmp_pack_*"))
+	for _, f := range files {
+		_ = os.Remove(f)
+	}
 }
 
 // transportOptions returns the options for ep's credentials, built once per change of them.

@@ -207,7 +207,7 @@ func Render(cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
 		return Rendered{}, fmt.Errorf("%w: %w", ErrRender, err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", clusterRepo.Spec.Git.URL, clusterRepo.Spec.Git.Branch, render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster)))
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", clusterRepo.Spec.Git.URL, clusterRepo.Spec.Git.Branch, render.ClusterPackagePath(cluster, clusterRepo))
 	for _, name := range slices.Sorted(maps.Keys(pkg.Files)) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(pkg.Files[name]))
 		h.Write(pkg.Files[name])
@@ -292,7 +292,7 @@ func CheckDependencies(pd *v1alpha1.PackageDeployment, get func(name string) (*v
 // cluster's current revision (nil if unknown); proposal its pending proposal.
 func Publish(ctx context.Context, git Git, remote pkgrepo.Remote, cluster *v1alpha1.WorkloadCluster, clusterRepo *v1alpha1.Repository,
 	pkg Rendered, published *v1alpha1.DeployedPackagesStatus, proposal *v1alpha1.ProposalStatus) (Outcome, error) {
-	path := render.PackagePath(clusterRepo.Spec.Git.Directory, render.PackageName(cluster))
+	path := render.ClusterPackagePath(cluster, clusterRepo)
 	out := Outcome{Published: published, Proposal: proposal}
 
 	manual := cluster.Spec.Approval == v1alpha1.ApprovalManual

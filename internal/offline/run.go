@@ -84,7 +84,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
-	published, err := fleet.Current(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)))
+	published, err := fleet.Current(ctx, git, remote, render.ClusterPackagePath(c, repo))
 	if err != nil {
 		return fleet.Outcome{}, err
 	}
@@ -98,7 +98,7 @@ func publishCluster(ctx context.Context, git Git, f *Fleet, c *v1alpha1.Workload
 	}
 	var proposal *v1alpha1.ProposalStatus
 	if c.Spec.Approval == v1alpha1.ApprovalManual {
-		if proposal, err = pending(ctx, git, remote, render.PackagePath(repo.Spec.Git.Directory, render.PackageName(c)), published); err != nil {
+		if proposal, err = pending(ctx, git, remote, render.ClusterPackagePath(c, repo), published); err != nil {
 			return fleet.Outcome{}, err
 		}
 		if commit, ok := f.Approvals[c.Namespace+"/"+c.Name]; ok {

@@ -168,6 +168,12 @@ func PackagePath(directory, pkg string) string {
 	return strings.TrimPrefix(path.Join("/", directory, pkg), "/")
 }
 
+// ClusterPackagePath is the directory cluster's deployed-packages takes in repo, its git
+// Repository (as in its tags): the repository's directory and PackageName.
+func ClusterPackagePath(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
+	return PackagePath(repo.Spec.Git.Directory, PackageName(cluster))
+}
+
 // FileName is the file in deployed-packages that holds a pin's sync object(s). Sync object names
 // derive from unique deployment names, so they are unique per cluster whatever their kind.
 func FileName(ref v1alpha1.SyncObjectReference) string {

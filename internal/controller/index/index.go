@@ -47,7 +47,7 @@ func Location(repo *v1alpha1.Repository) string {
 // ClusterLocation is where cluster's deployed-packages is in repo, its git Repository: the
 // branch's Location and the package's directory (DeployedPackagesStatus.Location).
 func ClusterLocation(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
-	return Location(repo) + " " + render.PackagePath(repo.Spec.Git.Directory, render.PackageName(cluster))
+	return Location(repo) + " " + render.ClusterPackagePath(cluster, repo)
 }
 
 // Published is the deployed-packages revision cluster's status says it published where repo, its

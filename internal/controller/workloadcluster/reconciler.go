@@ -196,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// is not undeployed for want of a pin. One read of the mirror (the fetch a first publish
 		// makes anyway). A cluster that moved starts at its new place from nothing, as before:
 		// what an earlier writer left there is not its history.
-		if published, err = fleet.Current(ctx, r.Git, remote, packagePath(cluster, repo)); err != nil {
+		if published, err = fleet.Current(ctx, r.Git, remote, render.ClusterPackagePath(cluster, repo)); err != nil {
 			fail(err)
 			return ctrl.Result{}, ignoreUserError(err)
 		}

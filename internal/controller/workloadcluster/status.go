@@ -33,7 +33,7 @@ const (
 func setRepositoryInUse(c *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository, other *v1alpha1.WorkloadCluster) {
 	msg := fmt.Sprintf("WorkloadCluster %s/%s writes %s on branch %s of %s (of the clusters there, the one that published there writes, else the oldest); "+
 		"give this cluster its own spec.sync.package, or a Repository of its own; nothing was published",
-		other.Namespace, other.Name, packagePath(c, repo), gitremote.Branch(repo), giturl.Redact(repo.Spec.Git.URL))
+		other.Namespace, other.Name, render.ClusterPackagePath(c, repo), gitremote.Branch(repo), giturl.Redact(repo.Spec.Git.URL))
 	conditions.Stalled(&c.Status.Conditions, c.Generation, ReasonRepositoryInUse, msg)
 	c.Status.ObservedGeneration = c.Generation
 }

@@ -26,11 +26,6 @@ import (
 // ReasonRepositoryInUse: another cluster writes the deployed-packages this cluster would write.
 const ReasonRepositoryInUse = "RepositoryInUse"
 
-// packagePath is the directory cluster's deployed-packages takes in repo (as in its tags).
-func packagePath(cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) string {
-	return render.PackagePath(repo.Spec.Git.Directory, render.PackageName(cluster))
-}
-
 // sharers lists the clusters, this one included if it is not being deleted, that write to the
 // same branch and directory as a cluster of repo writing to path.
 func (r *Reconciler) sharers(ctx context.Context, repo *v1alpha1.Repository, path string) ([]*v1alpha1.WorkloadCluster, error) {
@@ -48,7 +43,7 @@ func (r *Reconciler) sharers(ctx context.Context, repo *v1alpha1.Repository, pat
 		}
 		for j := range clusters.Items {
 			c := &clusters.Items[j]
-			if c.DeletionTimestamp.IsZero() && packagePath(c, other) == path {
+			if c.DeletionTimestamp.IsZero() && render.ClusterPackagePath(c, other) == path {
 				out = append(out, c)
 			}
 		}
@@ -83,7 +78,7 @@ func writer(clusters []*v1alpha1.WorkloadCluster, loc string) *v1alpha1.Workload
 // otherWriter returns the cluster that writes cluster's deployed-packages when that is not
 // cluster itself.
 func (r *Reconciler) otherWriter(ctx context.Context, cluster *v1alpha1.WorkloadCluster, repo *v1alpha1.Repository) (*v1alpha1.WorkloadCluster, error) {
-	clusters, err := r.sharers(ctx, repo, packagePath(cluster, repo))
+	clusters, err := r.sharers(ctx, repo, render.ClusterPackagePath(cluster, repo))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +98,7 @@ func (r *Reconciler) forSharers(ctx context.Context, o client.Object) []reconcil
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.Repository.Name}, repo); err != nil || repo.Spec.Git == nil {
 		return nil // no repository, or not one a cluster can write (RepositoryNotGit)
 	}
-	clusters, err := r.sharers(ctx, repo, packagePath(cluster, repo))
+	clusters, err := r.sharers(ctx, repo, render.ClusterPackagePath(cluster, repo))
 	if err != nil {
 		return nil
 	}

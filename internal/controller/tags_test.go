@@ -247,6 +247,13 @@ func TestReportedPinNeverGoesBackFromPublished(t *testing.T) {
 		g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)).To(HaveField("Reason", "Published"))
 	}, 5*time.Second, 250*time.Millisecond).Should(Succeed(), "v3 stays deployed")
 	f.g.Expect(f.deployedTags()).NotTo(ContainElement(fmt.Sprintf("deployed-packages/v%d", published.Revision+1)), "nothing was pushed")
+	// And the deployment reports the pin published again: the cluster brings its reconciler back
+	// (nothing else changed that it watches).
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(f.ctx, client.ObjectKeyFromObject(pd), pd)).To(Succeed())
+		g.Expect(pd.Status.Resolved).NotTo(BeNil())
+		g.Expect(pd.Status.Resolved.Tag).To(Equal("nginx-hello/v3"))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed(), "the deployment reports v3 again")
 
 	// Suspended, it keeps the revision published: not the older report, not a newer latest.
 	// (Its reconciler holds the report of the older pin for the publish it waits for: the

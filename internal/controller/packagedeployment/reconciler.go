@@ -14,10 +14,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/conditions"
@@ -51,6 +53,19 @@ type Reconciler struct {
 	// poller follows each published deployment's sync object in its workload cluster and brings
 	// the deployment back when it changes: health is read without a reconcile per interval.
 	poller *remotecluster.Poller
+	// again brings a deployment back (the poller's notices, Requeue).
+	again chan event.GenericEvent
+}
+
+// Requeue brings the deployment key back to its reconciler, as an event would: for a change this
+// reconciler does not watch (its cluster corrected the pin it reported). It waits until the
+// reconciler takes it, or ctx ends.
+func (r *Reconciler) Requeue(ctx context.Context, key client.ObjectKey) {
+	pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	select {
+	case r.again <- event.GenericEvent{Object: pd}:
+	case <-ctx.Done():
+	}
 }
 
 // +kubebuilder:rbac:groups=flotilla.dev,resources=packagedeployments,verbs=get;list;watch;patch

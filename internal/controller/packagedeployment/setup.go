@@ -3,7 +3,6 @@ package packagedeployment
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,18 +20,11 @@ import (
 
 // SetupWithManager registers the reconciler: a deployment is reconciled when it changes, when its
 // cluster changes (status: what is published), when a repository it reads changes (new tags) and
-// when a deployment its dependsOn names appears, moves to another cluster or goes, and when the
-// poller sees its sync object change in the workload cluster (health).
+// when a deployment its dependsOn names appears, moves to another cluster or goes, when the
+// poller sees its sync object change in the workload cluster (health), and on Requeue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	changed := make(chan event.GenericEvent)
-	r.poller = &remotecluster.Poller{Clients: r.Clients, Reader: r.APIReader, Interval: r.healthInterval(),
-		Notify: func(ctx context.Context, key client.ObjectKey) {
-			pd := &v1alpha1.PackageDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-			select {
-			case changed <- event.GenericEvent{Object: pd}:
-			case <-ctx.Done():
-			}
-		}}
+	r.again = make(chan event.GenericEvent)
+	r.poller = &remotecluster.Poller{Clients: r.Clients, Reader: r.APIReader, Interval: r.healthInterval(), Notify: r.Requeue}
 	if err := mgr.Add(r.poller); err != nil {
 		return err
 	}
@@ -41,7 +33,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.WorkloadCluster{}, handler.EnqueueRequestsFromMapFunc(r.forCluster)).
 		Watches(&v1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.forRepository)).
 		Watches(&v1alpha1.PackageDeployment{}, handler.EnqueueRequestsFromMapFunc(r.forDependency), builder.WithPredicates(enqueue.NotStatusOnly())).
-		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.again, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("packagedeployment").
 		Complete(r)

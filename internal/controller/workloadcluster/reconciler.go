@@ -56,6 +56,10 @@ type Reconciler struct {
 	// RootSyncCheck is how often the root sync objects are checked in the workload cluster, and
 	// applied again when they changed there (default DefaultRootSyncCheck).
 	RootSyncCheck time.Duration
+	// PinCorrected brings back the reconciler of a deployment whose reported pin pins() did not
+	// keep (it went back from the published one), so its status reports the pin published
+	// instead. Nil: nothing is brought back.
+	PinCorrected func(context.Context, client.ObjectKey)
 
 	// published remembers, per cluster, the digest of what was last published and when, so a
 	// reconcile that would write the same tree skips the git round trip (at most verifyEvery).
@@ -513,6 +517,9 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		behind := resolved != nil && fleet.Unmoved(fleet.PublishedPin(published, pd.Name, resolved.Repository), *resolved, pd.Spec.Package.Revision) != nil
 		if behind {
 			resolved = nil
+			if r.PinCorrected != nil {
+				r.PinCorrected(ctx, client.ObjectKeyFromObject(pd)) // its status says the pin it reported
+			}
 		}
 		var ask *v1alpha1.PackageDeployment // what is resolved here, at most once
 		switch {

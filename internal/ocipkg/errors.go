@@ -58,6 +58,9 @@ func isNotFound(err error) bool {
 
 // classify maps a registry error to the sentinel a user can act on, or nil when it is none.
 func classify(err error) error {
+	if errors.Is(err, pkgrepo.ErrAnswerTooLarge) {
+		return pkgrepo.ErrAnswerTooLarge
+	}
 	var terr *transport.Error
 	if errors.As(err, &terr) {
 		switch {

@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -18,6 +20,7 @@ import (
 // client is what one call needs to talk to a registry: the library's options and the secrets
 // to scrub from any error it returns.
 type client struct {
+	ctx     context.Context
 	remote  []remote.Option
 	secrets []string
 }
@@ -35,6 +38,7 @@ func newClient(ctx context.Context, opts Options) (client, error) {
 		secrets = append(secrets, opts.Password, base64.StdEncoding.EncodeToString([]byte(opts.Username+":"+opts.Password)))
 	}
 	return client{
+		ctx: ctx,
 		remote: []remote.Option{
 			remote.WithContext(ctx),
 			remote.WithTransport(rt),
@@ -86,5 +90,42 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("%w to %s: the registry must serve https, or set insecure (flotilla publish --insecure) for one without TLS", errPlainHTTP, req.URL.Host)
 	}
-	return t.next.RoundTrip(req)
+	res, err := t.next.RoundTrip(req)
+	if err != nil || isBlob(req) {
+		return res, err
+	}
+	res.Body = boundedAnswer{limitReader: &limitReader{r: res.Body, n: maxAnswerBytes}, body: res.Body}
+	return res, nil
 }
+
+// maxAnswerBytes bounds every answer of a registry but a blob's (a manifest, a page of tags, a
+// token): registries are a tenant's input, and the library reads these whole into memory. A
+// blob is bounded by its size in the manifest, which the library checks as it reads.
+const maxAnswerBytes = 32 << 20
+
+// isBlob tells whether req fetches a blob, or follows a redirect of one (to blob storage).
+func isBlob(req *http.Request) bool {
+	for req.Response != nil && req.Response.Request != nil {
+		req = req.Response.Request
+	}
+	return strings.Contains(req.URL.Path, "/blobs/")
+}
+
+// boundedAnswer fails past maxAnswerBytes with pkgrepo.ErrAnswerTooLarge, and closes the body
+// then: the library does not close a body whose decoding failed, which would keep the connection
+// (and the server sending) until the process ends.
+type boundedAnswer struct {
+	*limitReader
+	body io.Closer
+}
+
+func (b boundedAnswer) Read(p []byte) (int, error) {
+	n, err := b.limitReader.Read(p)
+	if errors.Is(err, errTooLarge) {
+		_ = b.body.Close()
+		err = fmt.Errorf("%w: the registry's answer was larger than %d MiB, the most flotilla reads; flotilla stopped reading it", pkgrepo.ErrAnswerTooLarge, maxAnswerBytes>>20)
+	}
+	return n, err
+}
+
+func (b boundedAnswer) Close() error { return b.body.Close() }

@@ -87,7 +87,7 @@ func (c client) head(tag name.Tag) (*v1.Descriptor, error) {
 // revisions lists the N of the repository's vN tags, ascending. A repository the registry does
 // not know has none.
 func (c client) revisions(repo name.Repository) ([]int, error) {
-	tags, err := remote.List(repo, c.remote...)
+	tags, err := c.tags(repo)
 	if isNotFound(err) {
 		return nil, nil
 	}
@@ -102,6 +102,33 @@ func (c client) revisions(repo name.Repository) ([]int, error) {
 	}
 	sort.Ints(revs)
 	return revs, nil
+}
+
+// maxTags is how many tags of one package's repository flotilla lists: a registry that pages on
+// without end (each page within maxAnswerBytes) is cut here.
+const maxTags = 100_000
+
+// tags lists the tags of repo, page by page, maxTags at most.
+func (c client) tags(repo name.Repository) ([]string, error) {
+	p, err := remote.NewPuller(c.remote...)
+	if err != nil {
+		return nil, err
+	}
+	l, err := p.Lister(c.ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	var tags []string
+	for l.HasNext() {
+		page, err := l.Next(c.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if tags = append(tags, page.Tags...); len(tags) > maxTags {
+			return nil, fmt.Errorf("%w: the registry lists more than %d tags, the most flotilla reads; flotilla stopped listing", pkgrepo.ErrAnswerTooLarge, maxTags)
+		}
+	}
+	return tags, nil
 }
 
 func notFound(repo name.Repository, revision string, revs []int) error {

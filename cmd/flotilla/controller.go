@@ -90,7 +90,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
-	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most read of one answer of a git server other than a ref advertisement (those stop at 32Mi): a pack, a push's report. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge)")
+	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most read of one answer of a git server other than a ref advertisement (those stop at 32Mi): a pack, a push's report. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge). A mirror whose packs grow past twice this is fetched anew")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
 	f.AddGoFlagSet(goflags)

@@ -1,9 +1,12 @@
 package pkgrepo_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +104,89 @@ func TestLargePackIsCut(t *testing.T) {
 				t.Fatalf("Resolve with the default bound = %+v, %v; want v1", rev, err)
 			}
 		})
+	}
+}
+
+// orphan replaces branch main of the bare repository dir with a new commit without parents,
+// holding app/Kptfile and noise, and tags it app/v1: history rewritten, as a server may.
+func orphan(t *testing.T, dir string, noise []byte) string {
+	t.Helper()
+	run := func(stdin []byte, args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	kpt := run([]byte(kptfile), "hash-object", "-w", "--stdin")
+	nz := run(noise, "hash-object", "-w", "--stdin")
+	app := run([]byte("100644 blob "+kpt+"\tKptfile\n100644 blob "+nz+"\tnoise.txt\n"), "mktree")
+	root := run([]byte("040000 tree "+app+"\tapp\n"), "mktree")
+	c := run(nil, "commit-tree", root, "-m", "orphan")
+	run(nil, "update-ref", "refs/heads/main", c)
+	run(nil, "tag", "-f", "app/v1", c)
+	return c
+}
+
+// packBytes is the size of the packs of the mirrors under dir.
+func packBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// A server that sends new objects on every poll, each fetch within the pack bound, grows the
+// mirror only to twice the bound: the next fetch starts it over, with what the remote holds now.
+func TestMirrorStartsOverPastItsBound(t *testing.T) {
+	srv := gittest.NewServer(t)
+	srv.CreateRepo(t, "catalog")
+	dir := t.TempDir()
+	store := pkgrepo.NewStore(dir)
+	store.MaxPackBytes = 1 << 20 // the mirror: 2 MiB
+	remote := pkgrepo.Remote{URL: srv.URL + "/catalog.git"}
+	ctx := context.Background()
+	noise := func() []byte {
+		b := make([]byte, 600<<10)
+		_, _ = rand.Read(b)
+		return b
+	}
+	for range 4 {
+		orphan(t, srv.Dir("catalog"), noise())
+		if _, err := store.Refresh(ctx, remote); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := packBytes(t, dir); n <= 2<<20 {
+		t.Fatalf("the mirror's packs are %d bytes after four rewrites, want more than 2 MiB", n)
+	}
+	last := orphan(t, srv.Dir("catalog"), noise())
+	if _, err := store.Refresh(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if n := packBytes(t, dir); n > 1<<20 {
+		t.Errorf("the mirror's packs are %d bytes after it started over, want the remote's one commit", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.new")); len(left) > 0 {
+		t.Errorf("left beside the mirror: %v", left)
+	}
+	rev, err := store.Resolve(ctx, remote, "app", "v1")
+	if err != nil || rev.Commit != last {
+		t.Fatalf("Resolve after the start over = %+v, %v; want commit %s", rev, err, last)
+	}
+	if files, err := store.ReadPackage(ctx, remote, "app", last); err != nil || len(files["noise.txt"]) != 600<<10 {
+		t.Fatalf("ReadPackage after the start over: %d bytes of noise.txt, %v", len(files["noise.txt"]), err)
 	}
 }

@@ -94,6 +94,8 @@ type mirror struct {
 	// first: pushExact refuses what another writer made stale.
 	noAtomicAt time.Time
 	credential string // fingerprint of the credentials of the last fetch
+	// oversized: the mirror's packs grew past maxMirrorBytes; the next fetch starts it over.
+	oversized bool
 
 	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a
 	// key and known_hosts are parsed once per change, not once per fetch.
@@ -270,6 +272,9 @@ func (s *Store) ensureFresh(ctx context.Context, m *mirror, ep endpoint) error {
 
 // fetch makes the mirror an exact copy of the remote's branches and tags.
 func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
+	if m.oversized {
+		return s.startOver(ctx, m, ep)
+	}
 	opts, err := m.transportOptions(ep)
 	if err != nil {
 		return err
@@ -302,6 +307,9 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			m.removeTempPacks()
 		}
+		if err == nil {
+			m.oversized = m.packBytes() > s.maxMirrorBytes()
+		}
 	}
 	if cut := bound.check("fetch", ep, err); cut != nil {
 		return cut
@@ -317,14 +325,19 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 			return fmt.Errorf("fetch %s: %w", ep.display, rerr)
 		}
 		if len(had) > 0 {
-			return &RemoteError{Op: "fetch", Target: ep.display, Kind: ErrRemoteEmptied,
-				Msg: fmt.Sprintf("the server advertised no branches or tags, though %d were fetched before; flotilla keeps them and retries (to start the repository over, push a branch to it)", len(had))}
+			return emptied(ep, len(had))
 		}
 	default:
 		return wrapTransport("fetch", ep, err)
 	}
 	m.fetched, m.credential = s.now(), ep.credential
 	return nil
+}
+
+// emptied is the error of a remote that advertised nothing although the mirror holds had refs.
+func emptied(ep endpoint, had int) error {
+	return &RemoteError{Op: "fetch", Target: ep.display, Kind: ErrRemoteEmptied,
+		Msg: fmt.Sprintf("the server advertised no branches or tags, though %d were fetched before; flotilla keeps them and retries (to start the repository over, push a branch to it)", had)}
 }
 
 // unchanged tells whether the remote advertises exactly the branches, tags and flotilla refs the
@@ -395,6 +408,73 @@ func mirrored(name plumbing.ReferenceName) bool {
 		}
 	}
 	return false
+}
+
+// maxMirrorBytes is how large a mirror's packs may grow before its next fetch starts it over:
+// twice the bound of one pack. go-git never repacks, so every fetch that brings something adds a
+// pack; a server that sends new objects on every poll (within the pack bound each time) would
+// otherwise grow its mirror without end.
+func (s *Store) maxMirrorBytes() int64 {
+	if s.MaxPackBytes > 0 {
+		return 2 * s.MaxPackBytes
+	}
+	return 2 * DefaultMaxPackBytes
+}
+
+// packBytes is the size of the mirror's packs on disk (loose objects, a publish's few each, are
+// not counted).
+func (m *mirror) packBytes() int64 {
+	files, _ := filepath.Glob(filepath.Join(m.dir, "objects", "pack", "*.pack"))
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// startOver fetches the remote whole into a new mirror beside m and, once that succeeded, puts it
+// in m's place: what the remote holds now, in one pack. Until then m stays as it is (an outage
+// keeps its revisions readable), and a fetch that fails leaves it oversized for the next one.
+func (s *Store) startOver(ctx context.Context, m *mirror, ep endpoint) error {
+	fresh := &mirror{dir: m.dir + ".new"}
+	if err := os.RemoveAll(fresh.dir); err != nil {
+		return fmt.Errorf("start the mirror of %s over: %w", ep.display, err)
+	}
+	if err := fresh.open(s.objects); err != nil {
+		return fmt.Errorf("start the mirror of %s over: %w", ep.display, err)
+	}
+	err := s.fetch(ctx, fresh, ep)
+	if err == nil {
+		// A remote that now advertises nothing is refused here as by any fetch.
+		had, herr := m.refs("refs/")
+		got, gerr := fresh.refs("refs/")
+		switch {
+		case herr != nil || gerr != nil:
+			err = fmt.Errorf("start the mirror of %s over: %w", ep.display, errors.Join(herr, gerr))
+		case len(had) > 0 && len(got) == 0:
+			err = emptied(ep, len(had))
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(fresh.dir)
+		return err
+	}
+	// From here on a failure leaves no mirror: the next use makes a new one, and fetches it whole.
+	m.repo, m.oversized, m.fetched = nil, false, time.Time{}
+	m.forget()
+	if err := os.RemoveAll(m.dir); err != nil {
+		return fmt.Errorf("start the mirror of %s over: %w", ep.display, err)
+	}
+	if err := os.Rename(fresh.dir, m.dir); err != nil {
+		return fmt.Errorf("start the mirror of %s over: %w", ep.display, err)
+	}
+	if err := m.open(s.objects); err != nil {
+		return fmt.Errorf("start the mirror of %s over: %w", ep.display, err)
+	}
+	m.fetched, m.credential = fresh.fetched, fresh.credential
+	return nil
 }
 
 // removeTempPacks removes what a fetch that failed half-way left in the mirror: go-git's pack

@@ -13,10 +13,24 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
-// A registry that lists tags without end, in one page or in pages without end, is cut: Resolve
+// A registry that lists tags without end, in one page or in pages without end (empty ones too),
+// is cut: Resolve
 // of latest fails with ErrAnswerTooLarge and says which bound, and an exact revision, which
 // lists nothing, still resolves.
 func TestEndlessTagListIsCut(t *testing.T) {
+	// pagesOf answers with pages of n new tags each, each page naming a next one.
+	pagesOf := func(n int) func(w http.ResponseWriter, r *http.Request, sent *atomic.Int64) {
+		return func(w http.ResponseWriter, r *http.Request, sent *atomic.Int64) {
+			page := sent.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Link", fmt.Sprintf(`<%s?n=1000&last=p%d>; rel="next"`, r.URL.Path, page))
+			tags := make([]string, n)
+			for i := range tags {
+				tags[i] = fmt.Sprintf(`"t%d-%d"`, page, i)
+			}
+			fmt.Fprintf(w, `{"name":"x","tags":[%s]}`, strings.Join(tags, ","))
+		}
+	}
 	for name, tc := range map[string]struct {
 		serve func(w http.ResponseWriter, r *http.Request, sent *atomic.Int64)
 		want  string
@@ -36,49 +50,41 @@ func TestEndlessTagListIsCut(t *testing.T) {
 					}
 				}
 			},
-			want: "the registry's answer was larger than 32 MiB",
+			want: "the registry's answer was larger than 8 MiB",
 		},
-		"pages without end": {
-			serve: func(w http.ResponseWriter, r *http.Request, sent *atomic.Int64) {
-				page := sent.Add(1)
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Link", fmt.Sprintf(`</v2/team/web/tags/list?n=1000&last=p%d>; rel="next"`, page))
-				tags := make([]string, 1000)
-				for i := range tags {
-					tags[i] = fmt.Sprintf(`"t%d-%d"`, page, i)
-				}
-				fmt.Fprintf(w, `{"name":"team/web","tags":[%s]}`, strings.Join(tags, ","))
-			},
-			want: "the registry lists more than 100000 tags",
-		},
+		"empty pages without end": {serve: pagesOf(0), want: "the registry lists tags in more than 1000 pages"},
+		"pages without end":       {serve: pagesOf(1000), want: "the registry lists more than 100000 tags"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			var on atomic.Bool
-			var sent atomic.Int64
-			host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if on.Load() && strings.HasSuffix(r.URL.Path, "/tags/list") {
-						tc.serve(w, r, &sent)
-						return
-					}
-					next.ServeHTTP(w, r)
+		// A repository may have a "blobs" component of its own: its answers are no blobs.
+		for _, prefix := range []string{"team", "team/blobs"} {
+			t.Run(name+" in "+prefix, func(t *testing.T) {
+				var on atomic.Bool
+				var sent atomic.Int64
+				host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if on.Load() && strings.HasSuffix(r.URL.Path, "/tags/list") {
+							tc.serve(w, r, &sent)
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
 				})
+				opts := Options{Insecure: true}
+				pushed := mustPush(t, host+"/"+prefix+"/web:v1", pkgFiles("1"), opts)
+				on.Store(true)
+				ctx := context.Background()
+				_, err := Resolve(ctx, host+"/"+prefix, "web", "latest", opts)
+				if !errors.Is(err, pkgrepo.ErrAnswerTooLarge) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Resolve latest = %v, want ErrAnswerTooLarge saying %q", err, tc.want)
+				}
+				if name == "one endless page" && sent.Load() >= 1<<30 {
+					t.Errorf("the client read all %d bytes", sent.Load())
+				}
+				rev, err := Resolve(ctx, host+"/"+prefix, "web", "v1", opts)
+				if err != nil || rev.Digest != pushed.Digest {
+					t.Fatalf("Resolve v1 = %+v, %v; want %s", rev, err, pushed.Digest)
+				}
 			})
-			opts := Options{Insecure: true}
-			pushed := mustPush(t, host+"/team/web:v1", pkgFiles("1"), opts)
-			on.Store(true)
-			ctx := context.Background()
-			_, err := Resolve(ctx, host+"/team", "web", "latest", opts)
-			if !errors.Is(err, pkgrepo.ErrAnswerTooLarge) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Resolve latest = %v, want ErrAnswerTooLarge saying %q", err, tc.want)
-			}
-			if name == "one endless page" && sent.Load() >= 1<<30 {
-				t.Errorf("the client read all %d bytes", sent.Load())
-			}
-			rev, err := Resolve(ctx, host+"/team", "web", "v1", opts)
-			if err != nil || rev.Digest != pushed.Digest {
-				t.Fatalf("Resolve v1 = %+v, %v; want %s", rev, err, pushed.Digest)
-			}
-		})
+		}
 	}
 }

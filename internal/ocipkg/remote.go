@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -94,7 +95,11 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || isBlob(req) {
 		return res, err
 	}
-	res.Body = boundedAnswer{limitReader: &limitReader{r: res.Body, n: maxAnswerBytes}, body: res.Body}
+	limit := int64(maxAnswerBytes)
+	if strings.HasSuffix(req.URL.Path, "/tags/list") {
+		limit = maxTagPageBytes
+	}
+	res.Body = boundedAnswer{limitReader: &limitReader{r: res.Body, n: limit}, body: res.Body, limit: limit}
 	return res, nil
 }
 
@@ -103,12 +108,21 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 // blob is bounded by its size in the manifest, which the library checks as it reads.
 const maxAnswerBytes = 32 << 20
 
-// isBlob tells whether req fetches a blob, or follows a redirect of one (to blob storage).
+// maxTagPageBytes bounds a page of tags, decoded into a string per tag: 100,000 tags (maxTags) of
+// 64 characters fit.
+const maxTagPageBytes = 8 << 20
+
+// blobPath is the path of a blob by digest (/v2/NAME/blobs/ALGORITHM:HEX), at its end: NAME may
+// hold a "blobs" component of its own.
+var blobPath = regexp.MustCompile(`/blobs/[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
+
+// isBlob tells whether req fetches a blob by digest, or follows a redirect of one (to blob
+// storage).
 func isBlob(req *http.Request) bool {
 	for req.Response != nil && req.Response.Request != nil {
 		req = req.Response.Request
 	}
-	return strings.Contains(req.URL.Path, "/blobs/")
+	return blobPath.MatchString(req.URL.Path)
 }
 
 // boundedAnswer fails past maxAnswerBytes with pkgrepo.ErrAnswerTooLarge, and closes the body
@@ -116,14 +130,15 @@ func isBlob(req *http.Request) bool {
 // (and the server sending) until the process ends.
 type boundedAnswer struct {
 	*limitReader
-	body io.Closer
+	body  io.Closer
+	limit int64
 }
 
 func (b boundedAnswer) Read(p []byte) (int, error) {
 	n, err := b.limitReader.Read(p)
 	if errors.Is(err, errTooLarge) {
 		_ = b.body.Close()
-		err = fmt.Errorf("%w: the registry's answer was larger than %d MiB, the most flotilla reads; flotilla stopped reading it", pkgrepo.ErrAnswerTooLarge, maxAnswerBytes>>20)
+		err = fmt.Errorf("%w: the registry's answer was larger than %d MiB, the most flotilla reads; flotilla stopped reading it", pkgrepo.ErrAnswerTooLarge, b.limit>>20)
 	}
 	return n, err
 }

@@ -104,13 +104,18 @@ func (c client) revisions(repo name.Repository) ([]int, error) {
 	return revs, nil
 }
 
-// maxTags is how many tags of one package's repository flotilla lists: a registry that pages on
-// without end (each page within maxAnswerBytes) is cut here.
-const maxTags = 100_000
+// maxTags is how many tags of one package's repository flotilla lists, and maxTagPages in how
+// many pages (of tagPageSize asked for; a registry may send fewer): a registry that pages on
+// without end, each page within its bound, or empty, is cut here.
+const (
+	maxTags     = 100_000
+	maxTagPages = 1_000
+	tagPageSize = 1_000
+)
 
 // tags lists the tags of repo, page by page, maxTags at most.
 func (c client) tags(repo name.Repository) ([]string, error) {
-	p, err := remote.NewPuller(c.remote...)
+	p, err := remote.NewPuller(append(c.remote, remote.WithPageSize(tagPageSize))...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +124,10 @@ func (c client) tags(repo name.Repository) ([]string, error) {
 		return nil, err
 	}
 	var tags []string
-	for l.HasNext() {
+	for pages := 0; l.HasNext(); pages++ {
+		if pages == maxTagPages {
+			return nil, fmt.Errorf("%w: the registry lists tags in more than %d pages, the most flotilla reads; flotilla stopped listing", pkgrepo.ErrAnswerTooLarge, maxTagPages)
+		}
 		page, err := l.Next(c.ctx)
 		if err != nil {
 			return nil, err

@@ -56,9 +56,9 @@ type Reconciler struct {
 	// RootSyncCheck is how often the root sync objects are checked in the workload cluster, and
 	// applied again when they changed there (default DefaultRootSyncCheck).
 	RootSyncCheck time.Duration
-	// PinCorrected brings back the reconciler of a deployment whose reported pin pins() did not
-	// keep (it went back from the published one), so its status reports the pin published
-	// instead. Nil: nothing is brought back.
+	// PinCorrected brings back the reconciler of a deployment (not suspended) whose reported pin
+	// pins() did not keep (it went back from the published one), so its status reports the pin
+	// published instead. Nil: nothing is brought back.
 	PinCorrected func(context.Context, client.ObjectKey)
 
 	// published remembers, per cluster, the digest of what was last published and when, so a
@@ -517,8 +517,10 @@ func (r *Reconciler) pins(ctx context.Context, cluster *v1alpha1.WorkloadCluster
 		behind := resolved != nil && fleet.Unmoved(fleet.PublishedPin(published, pd.Name, resolved.Repository), *resolved, pd.Spec.Package.Revision) != nil
 		if behind {
 			resolved = nil
-			if r.PinCorrected != nil {
-				r.PinCorrected(ctx, client.ObjectKeyFromObject(pd)) // its status says the pin it reported
+			if r.PinCorrected != nil && !pd.Spec.Suspend {
+				// Its status says the pin it reported. (A suspended one resolves nothing: its report
+				// stays until it is resumed.)
+				r.PinCorrected(ctx, client.ObjectKeyFromObject(pd))
 			}
 		}
 		var ask *v1alpha1.PackageDeployment // what is resolved here, at most once

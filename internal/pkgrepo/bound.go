@@ -132,9 +132,11 @@ func boundOf(ctx context.Context) *answerBound {
 	return &answerBound{pack: DefaultMaxPackBytes, advert: MaxAdvertisementBytes}
 }
 
-// errorBodyBytes is as much of an answer that is not a success (a 401, a 500) as is read: go-git
-// reads such a body whole for its message.
-const errorBodyBytes = 64 << 10
+// errorBodyBytes is as much of an answer that is not a success (a 401, a 404, a 500) as is read:
+// go-git reads such a body whole and puts it in its error, which reaches the Repository's status.
+// A git server's message is a line or two; a server that is none (a URL naming some other
+// service, or a redirect to one) should not have its page copied into a status tenants read.
+const errorBodyBytes = 1 << 10
 
 // boundedTransport bounds the body of every answer: an advertisement (GET) at the operation's
 // advert bound, anything else (a pack, a push's report) at its pack bound, and one that is not a

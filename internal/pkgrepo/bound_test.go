@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,5 +190,20 @@ func TestMirrorStartsOverPastItsBound(t *testing.T) {
 	}
 	if files, err := store.ReadPackage(ctx, remote, "app", last); err != nil || len(files["noise.txt"]) != 600<<10 {
 		t.Fatalf("ReadPackage after the start over: %d bytes of noise.txt, %v", len(files["noise.txt"]), err)
+	}
+}
+
+// The page of an answer that is not a success reaches the error (go-git puts it there) only up to
+// a line or two: not a megabyte of whatever the URL names.
+func TestErrorPageIsCut(t *testing.T) {
+	page := "Repository not found." + strings.Repeat(" secret", 150_000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, page, http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := pkgrepo.NewStore(t.TempDir()).Refresh(context.Background(), pkgrepo.Remote{URL: srv.URL + "/catalog.git"})
+	checkErr(t, err, pkgrepo.ErrUnreachable)
+	if !strings.Contains(err.Error(), "Repository not found.") || len(err.Error()) > 2<<10 {
+		t.Errorf("error of %d bytes, want the page's start and at most 2 KiB: %.300q", len(err.Error()), err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/internal/bounded"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
@@ -177,7 +178,7 @@ func readLayer(r io.Reader) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the layer is not gzip-compressed: %w", pkgrepo.ErrInvalidPackage, err)
 	}
-	lr := &limitReader{r: zr, n: maxTarSize}
+	lr := bounded.NewReader(zr, maxTarSize, func() error { return errTooLarge })
 	tr := tar.NewReader(lr)
 	files := map[string][]byte{}
 	dirs := map[string]bool{}
@@ -257,29 +258,6 @@ func layerError(err error) error {
 }
 
 var errTooLarge = errors.New("stream too large")
-
-// limitReader is io.LimitReader that fails with errTooLarge, rather than a quiet EOF, when the
-// stream goes on past its limit.
-type limitReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		var probe [1]byte
-		if n, err := l.r.Read(probe[:]); n == 0 && err != nil {
-			return 0, err
-		}
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
-}
 
 // quote quotes an untrusted name for a message, cut short: a name can be a megabyte long.
 func quote(s string) string {

@@ -717,26 +717,6 @@ func TestReadDir(t *testing.T) {
 	}
 }
 
-func TestLimitReader(t *testing.T) {
-	for _, tc := range []struct {
-		n       int64
-		in      string
-		wantErr error
-	}{
-		{n: 3, in: "abc"},
-		{n: 4, in: "abc"},
-		{n: 2, in: "abc", wantErr: errTooLarge},
-	} {
-		got, err := io.ReadAll(&limitReader{r: strings.NewReader(tc.in), n: tc.n})
-		if !errors.Is(err, tc.wantErr) {
-			t.Errorf("limit %d of %q: err = %v, want %v", tc.n, tc.in, err, tc.wantErr)
-		}
-		if tc.wantErr == nil && string(got) != tc.in {
-			t.Errorf("limit %d of %q: read %q", tc.n, tc.in, got)
-		}
-	}
-}
-
 func mustRef(t *testing.T, s string) name.Reference {
 	t.Helper()
 	ref, err := name.ParseReference(s)

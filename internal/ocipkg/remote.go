@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/flotilla-dev/flotilla/internal/bounded"
 	"github.com/flotilla-dev/flotilla/internal/pkgrepo"
 )
 
@@ -99,7 +99,13 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	if strings.HasSuffix(req.URL.Path, "/tags/list") {
 		limit = maxTagPageBytes
 	}
-	res.Body = boundedAnswer{limitReader: &limitReader{r: res.Body, n: limit}, body: res.Body, limit: limit}
+	// The library does not close a body whose decoding failed: closed here, or the connection (and
+	// the server sending) would stay until the process ends.
+	body := res.Body
+	res.Body = bounded.Body(body, limit, func() error {
+		_ = body.Close()
+		return fmt.Errorf("%w: the registry's answer was larger than %d MiB, the most flotilla reads; flotilla stopped reading it", pkgrepo.ErrAnswerTooLarge, limit>>20)
+	})
 	return res, nil
 }
 
@@ -124,23 +130,3 @@ func isBlob(req *http.Request) bool {
 	}
 	return blobPath.MatchString(req.URL.Path)
 }
-
-// boundedAnswer fails past maxAnswerBytes with pkgrepo.ErrAnswerTooLarge, and closes the body
-// then: the library does not close a body whose decoding failed, which would keep the connection
-// (and the server sending) until the process ends.
-type boundedAnswer struct {
-	*limitReader
-	body  io.Closer
-	limit int64
-}
-
-func (b boundedAnswer) Read(p []byte) (int, error) {
-	n, err := b.limitReader.Read(p)
-	if errors.Is(err, errTooLarge) {
-		_ = b.body.Close()
-		err = fmt.Errorf("%w: the registry's answer was larger than %d MiB, the most flotilla reads; flotilla stopped reading it", pkgrepo.ErrAnswerTooLarge, b.limit>>20)
-	}
-	return n, err
-}
-
-func (b boundedAnswer) Close() error { return b.body.Close() }

@@ -18,6 +18,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/net/proxy"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/flotilla-dev/flotilla/internal/bounded"
 )
 
 // A git server is a tenant's input: a Repository may name any server, and what the server
@@ -157,53 +159,23 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return res, nil
 	}
 	b := boundOf(req.Context())
-	advert := req.Method == http.MethodGet
-	limit := b.pack
-	if advert {
-		limit = b.advert
+	if req.Method == http.MethodGet {
+		res.Body = bounded.Body(res.Body, b.advert, b.cutAdvert)
+	} else {
+		res.Body = bounded.Body(res.Body, b.pack, b.cutPack)
 	}
-	body := &boundedBody{ReadCloser: res.Body}
-	body.budget.left.Store(limit)
-	body.budget.cut = func() error {
-		if advert {
-			return b.cut(fmt.Sprintf("the server's ref advertisement was larger than %s, the most flotilla reads; flotilla stopped reading it", size(limit)))
-		}
-		return b.cut(fmt.Sprintf("the server's answer (a pack) was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(limit)))
-	}
-	res.Body = body
 	return res, nil
 }
 
-// budget is how much more a reader may read before it is cut. One goroutine reads; left may be
-// raised from another.
-type budget struct {
-	left atomic.Int64
-	cut  func() error // called once, when a read goes past left; its error is every read's after
-	err  error
+// cutAdvert and cutPack record that an advertisement or a pack went past its bound and return the
+// error its reader gets.
+func (b *answerBound) cutAdvert() error {
+	return b.cut(fmt.Sprintf("the server's ref advertisement was larger than %s, the most flotilla reads; flotilla stopped reading it", size(b.advert)))
 }
 
-// read reads from r into p within the budget.
-func (b *budget) read(r io.Reader, p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if left := b.left.Load(); int64(len(p)) > left+1 {
-		p = p[:left+1] // one byte more than allowed tells an answer at the bound from one past it
-	}
-	n, err := r.Read(p)
-	if after := b.left.Add(-int64(n)); after < 0 {
-		b.err = b.cut()
-		return max(0, n+int(after)), b.err
-	}
-	return n, err
+func (b *answerBound) cutPack() error {
+	return b.cut(fmt.Sprintf("the server's answer (a pack) was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(b.pack)))
 }
-
-type boundedBody struct {
-	io.ReadCloser
-	budget budget
-}
-
-func (r *boundedBody) Read(p []byte) (int, error) { return r.budget.read(r.ReadCloser, p) }
 
 // sshHandshakeBytes is what an ssh connection may read besides the ref advertisement before it
 // (the version, key exchange, host key, authentication and session replies: a few KB).
@@ -224,33 +196,32 @@ func (d sshDialer) DialContext(ctx context.Context, network, addr string) (net.C
 		return nil, err
 	}
 	bc := &boundedConn{Conn: c}
-	bc.budget.left.Store(sshHandshakeBytes + d.b.advert)
-	bc.budget.cut = func() error {
+	bc.r = bounded.NewReader(c, sshHandshakeBytes+d.b.advert, func() error {
 		_ = c.Close()
-		if !bc.packPhase.Load() {
-			return d.b.cut(fmt.Sprintf("the server's ref advertisement was larger than %s, the most flotilla reads; flotilla stopped reading it", size(d.b.advert)))
+		if bc.packPhase.Load() {
+			return d.b.cutPack()
 		}
-		return d.b.cut(fmt.Sprintf("the server's answer (a pack) was larger than %s, the controller's --git-max-pack-size; flotilla stopped reading it", size(d.b.pack)))
-	}
+		return d.b.cutAdvert()
+	})
 	d.b.conn.Store(bc)
 	return bc, nil
 }
 
-// boundedConn is an ssh connection within its budget. x/crypto's ssh transport reads it in one
-// goroutine; sshClient raises its budget from another.
+// boundedConn is an ssh connection within its bound. x/crypto's ssh transport reads it in one
+// goroutine; sshClient raises its bound from another.
 type boundedConn struct {
 	net.Conn
-	budget    budget
+	r         *bounded.Reader
 	packPhase atomic.Bool
 }
 
-func (c *boundedConn) Read(p []byte) (int, error) { return c.budget.read(c.Conn, p) }
+func (c *boundedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // advertised ends the advertisement phase of the operation's connection (its latest: an
-// operation's ssh sessions run one after another): the pack bound is added to its budget.
+// operation's ssh sessions run one after another): the pack bound is added to its bound.
 func (b *answerBound) advertised() {
 	if c := b.conn.Load(); c != nil && !c.packPhase.Swap(true) {
-		c.budget.left.Add(b.pack)
+		c.r.Raise(b.pack)
 	}
 }
 

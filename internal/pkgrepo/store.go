@@ -301,14 +301,13 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 			CABundle:     opts.caBundle,
 			ProxyOptions: proxyOf(ctx),
 		})
-		if !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		switch {
+		case err == nil: // it brought something
 			m.forget()
-		}
-		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			m.removeTempPacks()
-		}
-		if err == nil {
 			m.oversized = m.packBytes() > s.maxMirrorBytes()
+		case !errors.Is(err, git.NoErrAlreadyUpToDate):
+			m.forget()
+			m.removeTempPacks()
 		}
 	}
 	if cut := bound.check("fetch", ep, err); cut != nil {

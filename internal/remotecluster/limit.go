@@ -2,8 +2,9 @@ package remotecluster
 
 import (
 	"fmt"
-	"io"
 	"net/http"
+
+	"github.com/flotilla-dev/flotilla/internal/bounded"
 )
 
 // DefaultMaxResponseBytes bounds one answer of a workload cluster's API server, a watch's whole
@@ -28,33 +29,9 @@ type boundedTransport struct {
 func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.Body != nil {
-		resp.Body = &boundedBody{ReadCloser: resp.Body, left: t.max, max: t.max}
+		resp.Body = bounded.Body(resp.Body, t.max, func() error {
+			return fmt.Errorf("the workload cluster's API server answered with more than %d MiB: refused", t.max>>20)
+		})
 	}
 	return resp, err
-}
-
-// boundedBody reads at most max bytes of its body; a body longer than that is an error.
-type boundedBody struct {
-	io.ReadCloser
-	left, max int64
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, b.tooLarge()
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1] // one byte more than allowed tells a body that ends here from a longer one
-	}
-	n, err := b.ReadCloser.Read(p)
-	if int64(n) <= b.left {
-		b.left -= int64(n)
-		return n, err
-	}
-	n, b.left = int(b.left), -1
-	return n, b.tooLarge()
-}
-
-func (b *boundedBody) tooLarge() error {
-	return fmt.Errorf("the workload cluster's API server answered with more than %d MiB: refused", b.max>>20)
 }

@@ -3,6 +3,7 @@ package bounded
 import (
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -47,5 +48,20 @@ func TestRaise(t *testing.T) {
 	b.Raise(4)
 	if got, err := io.ReadAll(b); string(got) != "cdef" || err != nil {
 		t.Fatalf("after Raise(4): read %q, %v; want cdef", got, err)
+	}
+}
+
+func TestErrorPage(t *testing.T) {
+	page := strings.Repeat("x", 2*ErrorPageBytes)
+	for _, tc := range []struct {
+		status int
+		want   int
+	}{{200, len(page)}, {204, len(page)}, {302, ErrorPageBytes}, {404, ErrorPageBytes}, {500, ErrorPageBytes}} {
+		res := &http.Response{StatusCode: tc.status, Body: io.NopCloser(strings.NewReader(page))}
+		cut := ErrorPage(res)
+		got, err := io.ReadAll(res.Body)
+		if len(got) != tc.want || err != nil || cut != (tc.want != len(page)) {
+			t.Errorf("status %d: ErrorPage = %v, then read %d bytes, %v; want %d bytes", tc.status, cut, len(got), err, tc.want)
+		}
 	}
 }

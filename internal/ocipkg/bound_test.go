@@ -88,3 +88,42 @@ func TestEndlessTagListIsCut(t *testing.T) {
 		}
 	}
 }
+
+// A registry's error page (a 403 with a long HTML body, as a proxy or some other service gives)
+// is read up to bounded.ErrorPageBytes: its status still tells what failed (the registry library
+// fails with "body exceeds 65536 byte limit", and no status, past its own bound of 64 KiB), and
+// the message, which reaches a tenant's status, does not copy the page. A blob's error page too.
+// (The error answers only GETs: an exact revision resolves with a HEAD, whose answer has no body.)
+func TestErrorPageIsCut(t *testing.T) {
+	for _, size := range []int{60 << 10, 1 << 20} {
+		for _, what := range []string{"/tags/list", "/manifests/", "/blobs/"} {
+			t.Run(fmt.Sprintf("%s %d bytes", strings.Trim(what, "/"), size), func(t *testing.T) {
+				var on atomic.Bool
+				host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if on.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, what) {
+							w.Header().Set("Content-Type", "text/html")
+							w.WriteHeader(http.StatusForbidden)
+							_, _ = fmt.Fprint(w, "<html>the page of some other service"+strings.Repeat(" and more", size/9))
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
+				})
+				opts := Options{Insecure: true}
+				pushed := mustPush(t, host+"/team/web:v1", pkgFiles("1"), opts)
+				on.Store(true)
+				var err error
+				if what == "/tags/list" {
+					_, err = Resolve(context.Background(), host+"/team", "web", "latest", opts)
+				} else {
+					_, err = Fetch(context.Background(), host+"/team/web", pushed.Digest, opts)
+				}
+				if !errors.Is(err, pkgrepo.ErrAuthentication) || !strings.Contains(err.Error(), "403") ||
+					!strings.Contains(err.Error(), "the page of some other service") || len(err.Error()) > 2<<10 {
+					t.Fatalf("error (%d bytes) = %.300q…; want ErrAuthentication, saying 403 and the page's start, under 2 KiB", len(err.Error()), err)
+				}
+			})
+		}
+	}
+}

@@ -78,7 +78,8 @@ var errPlainHTTP = errors.New("plain http refused")
 // httpsOnly refuses plain http unless allowed. The registry library tries http by itself for
 // registries on loopback and private addresses, and follows redirects (blob storage) wherever
 // they point: without this, credentials could cross the network in clear text although the
-// caller never asked for http.
+// caller never asked for http. It bounds the registry's answers too: one that is not a success
+// at bounded.ErrorPageBytes (a blob's as well), every other but a blob at maxAnswerBytes.
 type httpsOnly struct {
 	next      http.RoundTripper
 	allowHTTP bool
@@ -92,7 +93,7 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w to %s: the registry must serve https, or set insecure (flotilla publish --insecure) for one without TLS", errPlainHTTP, req.URL.Host)
 	}
 	res, err := t.next.RoundTrip(req)
-	if err != nil || isBlob(req) {
+	if err != nil || bounded.ErrorPage(res) || isBlob(req) {
 		return res, err
 	}
 	limit := int64(maxAnswerBytes)

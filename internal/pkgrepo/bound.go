@@ -3,7 +3,6 @@ package pkgrepo
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -134,15 +133,9 @@ func boundOf(ctx context.Context) *answerBound {
 	return &answerBound{pack: DefaultMaxPackBytes, advert: MaxAdvertisementBytes}
 }
 
-// errorBodyBytes is as much of an answer that is not a success (a 401, a 404, a 500) as is read:
-// go-git reads such a body whole and puts it in its error, which reaches the Repository's status.
-// A git server's message is a line or two; a server that is none (a URL naming some other
-// service, or a redirect to one) should not have its page copied into a status tenants read.
-const errorBodyBytes = 1 << 10
-
 // boundedTransport bounds the body of every answer: an advertisement (GET) at the operation's
 // advert bound, anything else (a pack, a push's report) at its pack bound, and one that is not a
-// success at errorBodyBytes (quietly: the status is the error). Bodies are counted as read, after
+// success at bounded.ErrorPageBytes (quietly: the status is the error). Bodies are counted as read, after
 // net/http took any gzip off.
 type boundedTransport struct{ base http.RoundTripper }
 
@@ -151,11 +144,7 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		res.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.LimitReader(res.Body, errorBodyBytes), res.Body}
+	if bounded.ErrorPage(res) {
 		return res, nil
 	}
 	b := boundOf(req.Context())

@@ -2,6 +2,7 @@ package pkgrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -107,13 +108,19 @@ func (b *answerBound) release() {
 
 // check returns an ErrAnswerTooLarge RemoteError for op against ep when the operation failed
 // (err) after an answer was cut, else nil. go-git's own error then says little more than that a
-// stream ended.
+// stream ended; a mirror that could not take back a push it wrote (forgetError) is said too.
 func (b *answerBound) check(op string, ep endpoint, err error) error {
 	msg := b.exceeded.Load()
 	if msg == nil || err == nil {
 		return nil
 	}
-	return &RemoteError{Op: op, Target: ep.display, Kind: ErrAnswerTooLarge, Msg: *msg}
+	e := &RemoteError{Op: op, Target: ep.display, Kind: ErrAnswerTooLarge, Msg: *msg}
+	var fe *forgetError
+	if errors.As(err, &fe) {
+		e.Msg += "; " + fe.Error()
+		e.Cause = fe
+	}
+	return e
 }
 
 // proxyOf is the proxy option that bounds an ssh session of the operation ctx carries: zero when

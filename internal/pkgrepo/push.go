@@ -226,10 +226,16 @@ func (m *mirror) forgetPush(refspecs []config.RefSpec) error {
 		errs = append(errs, m.repo.Storer.RemoveReference(rs.Dst("")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("the mirror could not forget the push: %w", err)
+		return &forgetError{err}
 	}
 	return nil
 }
+
+// forgetError: the mirror could not take back a push it wrote (forgetPush).
+type forgetError struct{ err error }
+
+func (e *forgetError) Error() string { return "the mirror could not forget the push: " + e.err.Error() }
+func (e *forgetError) Unwrap() error { return e.err }
 
 // record sets the mirror's ref name to what a push wrote: h, or gone (deleted).
 func (m *mirror) record(name plumbing.ReferenceName, deleted bool, h plumbing.Hash) error {

@@ -22,3 +22,14 @@ func SetConfirmWait(t testing.TB, d time.Duration) {
 // SetMaxAdvertisement bounds the ref advertisements s reads over http(s) at n bytes instead of
 // MaxAdvertisementBytes (over ssh, a connection reads MaxPackBytes and n).
 func SetMaxAdvertisement(s *Store, n int64) { s.maxAdvertisement = n }
+
+// SetLooseLimits makes mirrors pack their loose objects once they are limit or more, checked
+// every every builds, until t ends (not for tests in parallel).
+func SetLooseLimits(t testing.TB, limit, every int) {
+	savedLimit, savedEvery := looseLimit, looseCheckEvery
+	looseLimit, looseCheckEvery = limit, every
+	t.Cleanup(func() { looseLimit, looseCheckEvery = savedLimit, savedEvery })
+}
+
+// MaxPacks is how many packs a mirror may hold before its next fetch starts it over.
+const MaxPacks = maxPacks

@@ -108,6 +108,7 @@ func (s *Store) prepare(ctx context.Context, m *mirror, ep endpoint, fetch bool,
 		return plan{}, "", fmt.Errorf("%s: %w", ep.display, err)
 	}
 	p, err := build()
+	s.built(m)
 	return p, digest, err
 }
 
@@ -117,6 +118,7 @@ func (s *Store) dryRun(ctx context.Context, m *mirror, ep endpoint, build func()
 		return PublishResult{}, err
 	}
 	p, err := build()
+	s.built(m)
 	if err != nil {
 		return PublishResult{}, err
 	}

@@ -94,8 +94,11 @@ type mirror struct {
 	// first: pushExact refuses what another writer made stale.
 	noAtomicAt time.Time
 	credential string // fingerprint of the credentials of the last fetch
-	// oversized: the mirror's packs grew past maxMirrorBytes; the next fetch starts it over.
+	// oversized: the mirror's packs grew past maxMirrorBytes, or are more than maxPacks; the next
+	// fetch starts it over.
 	oversized bool
+	// builds counts the publishes built on the mirror (built), whose objects are written loose.
+	builds int
 
 	// opts are the transport options built for the credentials optsFor (an HMAC), kept so a
 	// key and known_hosts are parsed once per change, not once per fetch.
@@ -304,7 +307,7 @@ func (s *Store) fetch(ctx context.Context, m *mirror, ep endpoint) error {
 		switch {
 		case err == nil: // it brought something
 			m.forget()
-			m.oversized = m.packBytes() > s.maxMirrorBytes()
+			m.oversized = s.tooManyPacks(m)
 		case !errors.Is(err, git.NoErrAlreadyUpToDate):
 			m.forget()
 			m.removeTempPacks()
@@ -420,9 +423,14 @@ func (s *Store) maxMirrorBytes() int64 {
 	return 2 * DefaultMaxPackBytes
 }
 
-// packBytes is the size of the mirror's packs on disk (loose objects, a publish's few each, are
-// not counted).
-func (m *mirror) packBytes() int64 {
+// maxPacks is how many packs a mirror may hold before its next fetch starts it over (git's own
+// gc.autoPackLimit): each fetch that brings something adds one, and so does packing a
+// publishes' loose objects, and go-git looks an object up in every pack, and never merges them.
+const maxPacks = 50
+
+// tooManyPacks tells whether the mirror's packs on disk are more than maxPacks or larger than
+// maxMirrorBytes (loose objects are few: packLoose packs them).
+func (s *Store) tooManyPacks(m *mirror) bool {
 	files, _ := filepath.Glob(filepath.Join(m.dir, "objects", "pack", "*.pack"))
 	var n int64
 	for _, f := range files {
@@ -430,7 +438,7 @@ func (m *mirror) packBytes() int64 {
 			n += fi.Size()
 		}
 	}
-	return n
+	return len(files) > maxPacks || n > s.maxMirrorBytes()
 }
 
 // startOver fetches the remote whole into a new mirror beside m and, once that succeeded, puts it

@@ -278,6 +278,7 @@ type Generator struct {
 
 	// Matrix is the cartesian product of two generators; the values of each pair are merged
 	// (the second wins). When both name a cluster, only pairs naming the same cluster are kept.
+	// A matrix that makes more than 100,000 pairs fails as a whole (GeneratorFailed).
 	// +kubebuilder:validation:MinItems=2
 	// +kubebuilder:validation:MaxItems=2
 	// +optional

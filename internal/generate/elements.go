@@ -144,10 +144,16 @@ func (o *objectsLeaf) elements(objects []*unstructured.Unstructured) ([]element,
 	return out, problems
 }
 
+// MaxMatrix bounds the pairs a matrix makes: ten per cluster of a 10,000-cluster fleet. Two lists
+// of 10,000 elements (the most the schema allows) that name no cluster, or the same one, would
+// make 10^8, a few tens of GB of elements and problems.
+const MaxMatrix = 100_000
+
 // product is the matrix of a and b: every pair, values merged (b wins), keeping only pairs that
 // agree on the cluster when both name one. It indexes b by cluster, so two lists of 10,000
-// clusters cost 10,000 lookups, not 10^8 comparisons.
-func product(a, b []element, fieldA, fieldB string) []element {
+// clusters cost 10,000 lookups, not 10^8 comparisons. More than MaxMatrix pairs is an error,
+// counted before any is made.
+func product(a, b []element, fieldA, fieldB string) ([]element, error) {
 	byCluster := map[string][]element{}
 	var anyCluster []element
 	for _, e := range b {
@@ -157,7 +163,19 @@ func product(a, b []element, fieldA, fieldB string) []element {
 			byCluster[e.cluster] = append(byCluster[e.cluster], e)
 		}
 	}
-	var out []element
+	pairs := 0
+	for _, x := range a {
+		if x.cluster == "" {
+			pairs += len(b)
+		} else {
+			pairs += len(anyCluster) + len(byCluster[x.cluster])
+		}
+		if pairs > MaxMatrix {
+			return nil, fmt.Errorf("targets.matrix: %s (%d elements) × %s (%d elements) makes more than %d pairs, the most a set generates; "+
+				"have a list name its clusters, or split the set", fieldA, len(a), fieldB, len(b), MaxMatrix)
+		}
+	}
+	out := make([]element, 0, pairs)
 	pair := func(x, y element) {
 		p := element{cluster: cmp.Or(x.cluster, y.cluster), values: merge(x.values, y.values)}
 		if p.cluster == "" {
@@ -179,7 +197,7 @@ func product(a, b []element, fieldA, fieldB string) []element {
 			pair(x, y)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // merge returns a's values overridden by b's. It shares a map when only one side has values:

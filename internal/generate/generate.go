@@ -99,7 +99,10 @@ func Generate(in Inputs) (Result, error) {
 		return Result{}, err
 	}
 	src := newSource(in)
-	elems, problems := p.elements(src)
+	elems, problems, err := p.elements(src)
+	if err != nil {
+		return Result{}, err
+	}
 
 	vars := &templateVars{upstream: upstreamVal(in.Upstream), set: celMap(map[string]any{
 		"name":        in.Set.Name,
@@ -195,16 +198,20 @@ func leafCount(g v1alpha1.LeafGenerator) int {
 	return n
 }
 
-// elements runs the generator: distinct elements that name a cluster, and problems.
-func (p *plan) elements(src *source) ([]element, []Problem) {
+// elements runs the generator: distinct elements that name a cluster, and problems; an error
+// when a matrix makes too many (MaxMatrix).
+func (p *plan) elements(src *source) ([]element, []Problem, error) {
 	elems, problems := p.leaves[0].elements(src)
 	if len(p.leaves) == 2 {
 		b, more := p.leaves[1].elements(src)
 		problems = append(problems, more...)
-		elems = product(elems, b, p.leaves[0].field, p.leaves[1].field)
+		var err error
+		if elems, err = product(elems, b, p.leaves[0].field, p.leaves[1].field); err != nil {
+			return nil, nil, err
+		}
 	}
 	elems, more := dedupe(elems)
-	return elems, append(problems, more...)
+	return elems, append(problems, more...), nil
 }
 
 // source is what generators read, in a deterministic order whatever the order of the inputs.

@@ -1,6 +1,9 @@
 package generate_test
 
 import (
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -197,4 +200,51 @@ func TestGenerators(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A matrix of two lists of 10,000 elements that name no cluster (or the same one) would make
+// 10^8 pairs: it fails as a whole, counted before any pair is made, and a matrix just within the
+// bound generates.
+func TestMatrixIsBounded(t *testing.T) {
+	list := func(n int, cluster string) []v1alpha1.ListElement {
+		l := make([]v1alpha1.ListElement, n)
+		for i := range l {
+			l[i] = v1alpha1.ListElement{Cluster: cluster, Values: map[string]string{"i": strconv.Itoa(i)}}
+		}
+		return l
+	}
+	for name, matrix := range map[string][]v1alpha1.LeafGenerator{
+		"no cluster":       {{List: list(10_000, "")}, {List: list(10_000, "")}},
+		"the same cluster": {{List: list(10_000, "edge01")}, {List: list(10_000, "edge01")}},
+		"clusters × list":  {{Clusters: &v1alpha1.ClusterGenerator{}}, {List: list(10_000, "")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := generate.Generate(generate.Inputs{Set: packageSet(v1alpha1.Generator{Matrix: matrix}, v1alpha1.DeploymentTemplate{}), Clusters: manyClusters(generate.MaxMatrix/10_000 + 1)})
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), "makes more than 100000 pairs") {
+				t.Fatalf("Generate = %v, want the matrix refused", err)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Errorf("Generate allocated %d MiB before it refused the matrix", grew>>20)
+			}
+		})
+	}
+	got, err := generate.Generate(generate.Inputs{
+		Set:      packageSet(v1alpha1.Generator{Matrix: []v1alpha1.LeafGenerator{{Clusters: &v1alpha1.ClusterGenerator{}}, {List: list(10_000, "")}}}, v1alpha1.DeploymentTemplate{NameExpr: "target.name + '-' + values.i"}),
+		Clusters: manyClusters(generate.MaxMatrix/10_000 - 1),
+	})
+	if err != nil || len(got.Targets) != generate.MaxMatrix {
+		t.Fatalf("a matrix of %d pairs: %d targets, %v", generate.MaxMatrix, len(got.Targets), err)
+	}
+}
+
+// manyClusters is edge01 and n clusters c0..cN-1.
+func manyClusters(n int) []generate.Cluster {
+	clusters := []generate.Cluster{{Name: "edge01", Namespace: "fleet"}}
+	for i := range n {
+		clusters = append(clusters, generate.Cluster{Name: "c" + strconv.Itoa(i), Namespace: "fleet"})
+	}
+	return clusters
 }

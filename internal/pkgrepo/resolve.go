@@ -1,16 +1,19 @@
 package pkgrepo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Revision is a published revision of a package: tag Package/vNumber on
@@ -182,37 +185,77 @@ func readTree(m *mirror, root plumbing.Hash, pkg string) (map[string][]byte, err
 	if h.IsZero() {
 		return nil, fmt.Errorf("%w: no directory %s", ErrPackageNotFound, pkg)
 	}
-	t, err := object.GetTree(m.repo.Storer, h)
-	if err != nil {
+	r := treeReader{s: m.repo.Storer, files: map[string][]byte{}}
+	if err := r.read(h, ""); err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
-	var total int64
-	err = t.Files().ForEach(func(f *object.File) error {
-		// Symlinks and submodules are not followed: a symlink's content is its target path,
-		// read as data, so nothing outside the repository is ever reached.
-		if f.Mode == filemode.Symlink || f.Mode == filemode.Submodule {
-			return fmt.Errorf("%w: %s is a symlink or submodule; packages hold regular files only", ErrInvalidPackage, f.Name)
+	return r.files, nil
+}
+
+// treeReader reads a package's tree, within the package limits. It walks the trees itself: a tree
+// that names one subtree many times, level after level, is a few objects that a walk visits
+// without end (1,000 names for one subtree, four levels deep: 10^12 entries), and go-git's file
+// iterator, which reaches files only, would never meet a limit when the last level is empty. It
+// also skips submodules without a word, which would leave them out of the package silently.
+type treeReader struct {
+	s       storer.EncodedObjectStorer
+	files   map[string][]byte
+	total   int64 // bytes read
+	entries int   // files and directories visited
+}
+
+func (r *treeReader) read(h plumbing.Hash, dir string) error {
+	t, err := object.GetTree(r.s, h)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		if r.entries++; r.entries > MaxPackageEntries {
+			return fmt.Errorf("%w: the package has more than %d files and directories", ErrInvalidPackage, MaxPackageEntries)
 		}
-		total += f.Size
-		switch {
-		case f.Size > MaxFileSize:
-			return fmt.Errorf("%w: %s is %d bytes, more than the %d a package file may have", ErrInvalidPackage, f.Name, f.Size, MaxFileSize)
-		case total > MaxPackageSize:
-			return fmt.Errorf("%w: the package is more than %d bytes", ErrInvalidPackage, MaxPackageSize)
-		case len(files) >= MaxPackageFiles:
-			return fmt.Errorf("%w: the package has more than %d files", ErrInvalidPackage, MaxPackageFiles)
+		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\x00") {
+			return fmt.Errorf("%w: %q in %s is not a file name", ErrInvalidPackage, e.Name, cmp.Or(dir, "the package"))
 		}
-		rd, err := f.Reader()
+		name := path.Join(dir, e.Name)
+		switch e.Mode {
+		case filemode.Dir:
+			err = r.read(e.Hash, name)
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			err = r.readFile(e.Hash, name)
+		default:
+			// Symlinks and submodules are not followed: nothing outside the repository is ever
+			// reached.
+			err = fmt.Errorf("%w: %s is a symlink or submodule; packages hold regular files only", ErrInvalidPackage, name)
+		}
 		if err != nil {
 			return err
 		}
-		defer rd.Close()
-		data, err := io.ReadAll(io.LimitReader(rd, MaxFileSize+1))
-		files[f.Name] = data
+	}
+	return nil
+}
+
+func (r *treeReader) readFile(h plumbing.Hash, name string) error {
+	b, err := object.GetBlob(r.s, h)
+	if err != nil {
 		return err
-	})
-	return files, err
+	}
+	r.total += b.Size
+	switch {
+	case b.Size > MaxFileSize:
+		return fmt.Errorf("%w: %s is %d bytes, more than the %d a package file may have", ErrInvalidPackage, name, b.Size, MaxFileSize)
+	case r.total > MaxPackageSize:
+		return fmt.Errorf("%w: the package is more than %d bytes", ErrInvalidPackage, MaxPackageSize)
+	case len(r.files) >= MaxPackageFiles:
+		return fmt.Errorf("%w: the package has more than %d files", ErrInvalidPackage, MaxPackageFiles)
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(io.LimitReader(rd, MaxFileSize+1))
+	r.files[name] = data
+	return err
 }
 
 // Limits on packages read from git, so a hostile repository cannot exhaust the controller.
@@ -220,6 +263,8 @@ const (
 	MaxFileSize     = 8 << 20
 	MaxPackageSize  = 64 << 20
 	MaxPackageFiles = 10000
+	// MaxPackageEntries bounds the files and directories a package's walk visits.
+	MaxPackageEntries = 2 * MaxPackageFiles
 )
 
 // parseRevision returns N for "vN" and 0 for "latest".

@@ -3,6 +3,7 @@ package pkgrepo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,5 +385,62 @@ func TestEmptyAnswerKeepsTheMirror(t *testing.T) {
 	}
 	if _, err := store.Resolve(ctx, remote, "app", "latest"); !errors.Is(err, pkgrepo.ErrPackageNotFound) {
 		t.Errorf("Resolve latest after the tag was deleted = %v; want ErrPackageNotFound", err)
+	}
+}
+
+// A package whose tree names one subtree many times, level after level, is refused within the
+// entry limit instead of walked without end (1,000 names a level, four levels: 10^12 entries, no
+// file among them); a submodule is refused, not left out of the package without a word.
+func TestReadPackageRefusesTreeBombsAndSubmodules(t *testing.T) {
+	srv := gittest.NewServer(t)
+	srv.CreateRepo(t, "catalog")
+	dir := srv.Dir("catalog")
+	git := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", append([]string{"--git-dir", dir}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	kptfile := git("kind: Kptfile\n", "hash-object", "-w", "--stdin")
+	level := git("", "mktree") // the empty tree
+	for range 4 {
+		var b strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&b, "040000 tree %s\td%d\n", level, i)
+		}
+		level = git(b.String(), "mktree")
+	}
+	bomb := git(fmt.Sprintf("100644 blob %s\tKptfile\n040000 tree %s\tx\n", kptfile, level), "mktree")
+	sub := git(fmt.Sprintf("100644 blob %s\tKptfile\n160000 commit %s\tmodule\n", kptfile, strings.Repeat("ab", 20)), "mktree")
+	root := git(fmt.Sprintf("040000 tree %s\tbomb\n040000 tree %s\tsub\n", bomb, sub), "mktree")
+	commit := git("", "commit-tree", root, "-m", "hostile")
+	git("", "update-ref", "refs/heads/main", commit)
+	git("", "tag", "bomb/v1", commit)
+	git("", "tag", "sub/v1", commit)
+
+	store := pkgrepo.NewStore(t.TempDir())
+	remote := pkgrepo.Remote{URL: srv.URL + "/catalog.git"}
+	ctx := context.Background()
+	for pkg, want := range map[string]string{"bomb": "more than 20000 files and directories", "sub": "module is a symlink or submodule"} {
+		if _, err := store.Resolve(ctx, remote, pkg, "v1"); err != nil {
+			t.Fatalf("Resolve %s: %v", pkg, err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := store.ReadPackage(ctx, remote, pkg, commit)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, pkgrepo.ErrInvalidPackage) || !strings.Contains(err.Error(), want) {
+				t.Errorf("ReadPackage %s = %v; want ErrInvalidPackage saying %q", pkg, err, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("ReadPackage %s still walking after a minute", pkg)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package specialize
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -134,6 +135,26 @@ func TestRenderErrors(t *testing.T) {
 		},
 		wantErr: []string{"validator", "no replicas set"},
 	}, {
+		// A few anchors, each aliased ten times by the next: 10^9 values once expanded.
+		name: "starlark over YAML aliases that expand without end",
+		files: map[string]string{
+			"Kptfile": kptfile(starlarkFn("pass")),
+			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n" + aliasLevels(9),
+		},
+		wantErr: []string{"more than 4000000 values"},
+	}, {
+		name:    "starlark output holding itself",
+		files:   map[string]string{"Kptfile": kptfile(starlarkFn("l = []", "l.append(l)", `ctx.resource_list["items"].append({"l": l})`))},
+		wantErr: []string{"nested more than 1000 deep"},
+	}, {
+		name:    "starlark output doubling at each level",
+		files:   map[string]string{"Kptfile": kptfile(starlarkFn("l = [1]", "for i in range(40):", "  l = [l, l]", `ctx.resource_list["items"].append({"l": l})`))},
+		wantErr: []string{"more than 4000000 values"},
+	}, {
+		name:    "starlark printing without end",
+		files:   map[string]string{"Kptfile": kptfile(starlarkFn("for i in range(100000):", `  print("x" * 100)`, `fail("stop")`))},
+		wantErr: []string{"stop", "bytes more)"},
+	}, {
 		name: "setter without a value to derive",
 		files: map[string]string{
 			"Kptfile": kptfile(""),
@@ -154,11 +175,28 @@ func TestRenderErrors(t *testing.T) {
 			}
 			for _, want := range tt.wantErr {
 				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not mention %q", err, want)
+					t.Errorf("error %.2000q does not mention %q", err, want)
 				}
+			}
+			if len(err.Error()) > 8<<10 {
+				t.Errorf("error of %d bytes, want at most 8 KiB", len(err.Error()))
 			}
 		})
 	}
+}
+
+// starlarkFn is a Kptfile mutator running the source lines with the built-in starlark.
+func starlarkFn(lines ...string) string {
+	return "  - image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5\n    configMap:\n      source: |\n        " + strings.Join(lines, "\n        ") + "\n"
+}
+
+// aliasLevels is YAML data keys l1..ln, each a list aliasing the one before ten times.
+func aliasLevels(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", "))
+	}
+	return b.String()
 }
 
 // TestRenderKptfile checks the files flotilla owns when the blueprint

@@ -42,9 +42,19 @@ func runStarlark(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*
 		return nil, err
 	}
 	var printed bytes.Buffer
+	dropped := 0
 	thread := &starlark.Thread{
-		Name:  "starlark",
-		Print: func(_ *starlark.Thread, msg string) { printed.WriteString(msg + "\n") },
+		Name: "starlark",
+		// What a script prints goes into the error, which reaches a status: its start is kept.
+		Print: func(_ *starlark.Thread, msg string) {
+			if left := starlarkMaxPrinted - printed.Len(); left > 0 {
+				msg += "\n"
+				printed.WriteString(msg[:min(len(msg), left)])
+				dropped += max(0, len(msg)-left)
+			} else {
+				dropped += len(msg) + 1
+			}
+		},
 	}
 	thread.SetMaxExecutionSteps(starlarkMaxSteps)
 	done := make(chan struct{})
@@ -66,6 +76,9 @@ func runStarlark(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*
 		var evalErr *starlark.EvalError
 		if errors.As(err, &evalErr) {
 			err = errors.New(evalErr.Backtrace())
+		}
+		if dropped > 0 {
+			fmt.Fprintf(&printed, "… (%d bytes more)\n", dropped)
 		}
 		if printed.Len() > 0 {
 			return nil, fmt.Errorf("starlark: %w\nprinted:\n%s", err, printed.String())
@@ -97,14 +110,15 @@ func starlarkSource(cfg *yaml.RNode) (string, error) {
 
 func toStarlarkResourceList(items []*yaml.RNode, cfg *yaml.RNode) (*starlark.Dict, error) {
 	list := make([]starlark.Value, 0, len(items))
+	b := newValueBudget()
 	for _, n := range items {
-		v, err := toStarlark(n.YNode())
+		v, err := b.toStarlark(n.YNode())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", resourceID(n), err)
 		}
 		list = append(list, v)
 	}
-	fc, err := toStarlark(cfg.YNode())
+	fc, err := b.toStarlark(cfg.YNode())
 	if err != nil {
 		return nil, fmt.Errorf("functionConfig: %w", err)
 	}
@@ -138,8 +152,9 @@ func fromStarlarkItems(rl *starlark.Dict) ([]*yaml.RNode, error) {
 	it := iter.Iterate()
 	defer it.Done()
 	var x starlark.Value
+	b := newValueBudget()
 	for it.Next(&x) {
-		n, err := fromStarlark(x)
+		n, err := b.fromStarlark(x)
 		if err != nil {
 			return nil, fmt.Errorf("starlark: item %d: %w", len(out), err)
 		}
@@ -151,21 +166,58 @@ func fromStarlarkItems(rl *starlark.Dict) ([]*yaml.RNode, error) {
 	return out, nil
 }
 
+// starlarkMaxPrinted bounds what a script's print calls add to its error.
+const starlarkMaxPrinted = 4 << 10
+
+// valueBudget bounds the values a conversion between YAML and Starlark makes, and how deeply they
+// nest: a few YAML anchors, each aliased ten times by the next, expand to 10^9 values, and a
+// script's few steps can make a list that holds itself (l.append(l)) or one that doubles at each
+// level ([l, l]), which a conversion would follow without end.
+type valueBudget struct{ left, depth int }
+
+// Bounds of one conversion (all items, or the function config): far above a package's values
+// (64 MiB of YAML at most).
+const (
+	starlarkMaxValues = 4_000_000
+	starlarkMaxDepth  = 1_000
+)
+
+func newValueBudget() *valueBudget { return &valueBudget{left: starlarkMaxValues} }
+
+// take counts one value at the current depth; done leaves it.
+func (b *valueBudget) take() error {
+	b.left--
+	b.depth++
+	switch {
+	case b.left < 0:
+		return fmt.Errorf("more than %d values (YAML aliases expanded)", starlarkMaxValues)
+	case b.depth > starlarkMaxDepth:
+		return fmt.Errorf("values nested more than %d deep (a list or dict that holds itself?)", starlarkMaxDepth)
+	}
+	return nil
+}
+
+func (b *valueBudget) done() { b.depth-- }
+
 // toStarlark converts YAML to Starlark values. Dicts keep the field order,
 // so a script that only changes values leaves the order as it was.
-func toStarlark(n *yaml.Node) (starlark.Value, error) {
+func (b *valueBudget) toStarlark(n *yaml.Node) (starlark.Value, error) {
+	if err := b.take(); err != nil {
+		return nil, err
+	}
+	defer b.done()
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return starlark.None, nil
 		}
-		return toStarlark(n.Content[0])
+		return b.toStarlark(n.Content[0])
 	case yaml.AliasNode:
-		return toStarlark(n.Alias)
+		return b.toStarlark(n.Alias)
 	case yaml.MappingNode:
 		d := starlark.NewDict(len(n.Content) / 2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := toStarlark(n.Content[i+1])
+			v, err := b.toStarlark(n.Content[i+1])
 			if err != nil {
 				return nil, err
 			}
@@ -177,7 +229,7 @@ func toStarlark(n *yaml.Node) (starlark.Value, error) {
 	case yaml.SequenceNode:
 		elems := make([]starlark.Value, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := toStarlark(c)
+			v, err := b.toStarlark(c)
 			if err != nil {
 				return nil, err
 			}
@@ -207,7 +259,11 @@ func toStarlark(n *yaml.Node) (starlark.Value, error) {
 	return starlark.String(n.Value), nil
 }
 
-func fromStarlark(v starlark.Value) (*yaml.Node, error) {
+func (b *valueBudget) fromStarlark(v starlark.Value) (*yaml.Node, error) {
+	if err := b.take(); err != nil {
+		return nil, err
+	}
+	defer b.done()
 	scalar := func(tag, value string) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
 	}
@@ -236,7 +292,7 @@ func fromStarlark(v starlark.Value) (*yaml.Node, error) {
 			if !ok {
 				return nil, fmt.Errorf("dict key %s is a %s, want a string", kv[0], kv[0].Type())
 			}
-			val, err := fromStarlark(kv[1])
+			val, err := b.fromStarlark(kv[1])
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +302,7 @@ func fromStarlark(v starlark.Value) (*yaml.Node, error) {
 	case starlark.Indexable: // list, tuple
 		s := &yaml.Node{Kind: yaml.SequenceNode, Tag: yaml.NodeTagSeq}
 		for i := 0; i < v.Len(); i++ {
-			e, err := fromStarlark(v.Index(i))
+			e, err := b.fromStarlark(v.Index(i))
 			if err != nil {
 				return nil, err
 			}

@@ -21,7 +21,7 @@ func FuzzCleanPackage(f *testing.F) {
 			t.Fatalf("cleanPackage(%q) = %q escapes", pkg, p)
 		}
 		for _, seg := range strings.Split(p, "/") {
-			if seg == "" || seg == "." || seg == ".." || seg == ".git" {
+			if seg == "" || seg == "." || seg == ".." || isDotGit(seg) {
 				t.Fatalf("cleanPackage(%q) = %q has segment %q", pkg, p, seg)
 			}
 		}
@@ -30,7 +30,7 @@ func FuzzCleanPackage(f *testing.F) {
 
 // FuzzValidateFiles: accepted package files stay inside the package.
 func FuzzValidateFiles(f *testing.F) {
-	for _, seed := range []string{"deployment.yaml", "sub/dir/x.yaml", "../x", "/abs", "a/../../b", ".git/config", "a//b"} {
+	for _, seed := range []string{"deployment.yaml", "sub/dir/x.yaml", "../x", "/abs", "a/../../b", ".git/config", ".GIT/config", "git~1/x", "a//b"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -42,4 +42,24 @@ func FuzzValidateFiles(f *testing.F) {
 			t.Fatalf("validateFiles accepted %q", name)
 		}
 	})
+}
+
+// A file or package path naming a checkout's .git directory on some file system is refused: any
+// case, trailing dots or spaces, the NTFS short name, HFS+'s ignored code points. Names that only
+// begin like it are kept.
+func TestDotGitVariantsRefused(t *testing.T) {
+	for _, name := range []string{".git/config", ".GIT/hooks/post-checkout", "a/.Git/config", "git~1/config", "GIT~1/x",
+		".git./x", ".git /x", ".git. . /x", ".g\u200cit/hooks/x", "\ufeff.git/x"} {
+		if err := validateFiles(map[string][]byte{"Kptfile": nil, name: nil}); err == nil {
+			t.Errorf("validateFiles accepted %q", name)
+		}
+		if _, err := cleanPackage(name); err == nil {
+			t.Errorf("cleanPackage accepted %q", name)
+		}
+	}
+	for _, name := range []string{".github/workflows/ci.yaml", ".gitignore", "git/x", "a.git/x", "git~10/x", ".gitkeep"} {
+		if err := validateFiles(map[string][]byte{"Kptfile": nil, name: nil}); err != nil {
+			t.Errorf("validateFiles refused %q: %v", name, err)
+		}
+	}
 }

@@ -35,11 +35,32 @@ func cleanPackage(pkg string) (string, error) {
 
 func hasDotSegment(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
-		if seg == "" || seg == "." || seg == ".." || seg == ".git" {
+		if seg == "" || seg == "." || seg == ".." || isDotGit(seg) {
 			return true
 		}
 	}
 	return false
+}
+
+// isDotGit tells whether a path segment is a checkout's .git directory on some file system: any
+// case (case-insensitive file systems), with trailing dots and spaces (NTFS drops them), its NTFS
+// short name git~1, or with the code points HFS+ ignores inside it. git refuses such paths on
+// checkout (core.protectNTFS, core.protectHFS) for this reason: a tree that holds one can write
+// hooks into a clone's .git on those systems.
+func isDotGit(seg string) bool {
+	seg = strings.Map(func(r rune) rune {
+		if hfsIgnorable(r) {
+			return -1
+		}
+		return r
+	}, seg)
+	seg = strings.TrimRight(seg, ". ")
+	return strings.EqualFold(seg, ".git") || strings.EqualFold(seg, "git~1")
+}
+
+// hfsIgnorable: the code points HFS+ leaves out when it compares names (as git's is_hfs_dotgit).
+func hfsIgnorable(r rune) bool {
+	return (r >= 0x200c && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x206a && r <= 0x206f) || r == 0xfeff
 }
 
 // validateFiles checks a package's files before any I/O: relative, clean

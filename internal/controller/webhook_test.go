@@ -2,17 +2,22 @@ package controller_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/webhook"
@@ -72,4 +77,87 @@ func TestWebhookRefreshesAtOnce(t *testing.T) {
 	// GitLab sends its token; an event that is not a push is verified and ignored.
 	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "s3cret"})).To(Equal(http.StatusAccepted))
 	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": signed})).To(Equal(http.StatusNoContent))
+}
+
+// secretReads counts the Secrets read through it.
+type secretReads struct {
+	client.Reader
+	n atomic.Int32
+}
+
+func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		r.n.Add(1)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// Anyone who reaches the receiver may post to it: a flood of forged events reads the webhook
+// Secret once per TokenTTL, not once per event (a rotated token takes effect after it), and no
+// more than MaxInFlight events are served at once (the rest are answered 503 at once).
+func TestWebhookFloodReadsTheSecretOnce(t *testing.T) {
+	f := newFixture(t)
+	g := f.g
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: f.ns}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	f.create(secret)
+	f.repository("catalog", func(r *v1alpha1.Repository) {
+		r.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+		r.Spec.Webhook = &v1alpha1.RepositoryWebhook{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}}
+	})
+	reads := &secretReads{Reader: env.Client}
+	var mu sync.Mutex
+	clock := time.Now()
+	h := &webhook.Handler{Client: env.Client, Secrets: reads, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	post := func(token string, payload io.Reader) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/hook/"+f.ns+"/catalog", payload)
+		g.Expect(err).NotTo(HaveOccurred())
+		mac := hmac.New(sha256.New, []byte(token))
+		mac.Write(body)
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		req.Header.Set("X-GitHub-Event", "push")
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	for range 300 {
+		g.Expect(post("forged", bytes.NewReader(body))).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(reads.n.Load()).To(BeEquivalentTo(1), "300 forged events, one Secret read")
+
+	secret.Data["token"] = []byte("n3w")
+	g.Expect(env.Client.Update(f.ctx, secret)).To(Succeed())
+	g.Expect(post("n3w", bytes.NewReader(body))).To(Equal(http.StatusUnauthorized), "the token read before holds for TokenTTL")
+	mu.Lock()
+	clock = clock.Add(webhook.TokenTTL)
+	mu.Unlock()
+	g.Expect(post("n3w", bytes.NewReader(body))).To(Equal(http.StatusAccepted), "after TokenTTL, the rotated token")
+	g.Expect(reads.n.Load()).To(BeEquivalentTo(2))
+
+	// MaxInFlight events whose bodies never end hold every slot: the next is refused at once.
+	var held []*io.PipeWriter
+	var wg sync.WaitGroup
+	for range webhook.MaxInFlight {
+		pr, pw := io.Pipe()
+		held = append(held, pw)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hook/"+f.ns+"/catalog", pr)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		_, _ = pw.Write([]byte("{")) // the request reaches the handler
+	}
+	g.Eventually(func() int { return post("s3cret", bytes.NewReader(body)) }, 10*time.Second, 50*time.Millisecond).Should(Equal(http.StatusServiceUnavailable))
+	for _, pw := range held {
+		pw.Close()
+	}
+	wg.Wait()
+	g.Expect(post("n3w", bytes.NewReader(body))).To(Equal(http.StatusAccepted), "the slots are free again")
 }

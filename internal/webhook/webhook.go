@@ -16,11 +16,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,14 +36,62 @@ const MaxBody = 1 << 20
 // SecretKey is the key of the webhook Secret that holds the token.
 const SecretKey = "token"
 
+// MaxInFlight bounds the requests served at once; more are answered 503 at once (git servers
+// deliver again). With MaxBody, it bounds the memory the endpoint, which anyone who reaches it
+// may call, can take.
+const MaxInFlight = 16
+
+// TokenTTL is how long a webhook Secret's token, once read, is used before it is read again: a
+// request needs the token before it can tell a forged signature from a good one, so without it
+// anyone who reaches the endpoint could make the controller read a Secret from the API server
+// once per request. A rotated token takes effect within TokenTTL.
+const TokenTTL = 30 * time.Second
+
+// refusalLogEvery is the most often a refused event of one repository is logged.
+const refusalLogEvery = time.Minute
+
 // Handler serves /hook/NAMESPACE/NAME. It patches Repositories (the annotation) and reads Secrets:
 // the manager role grants both (see the Repository reconciler).
 type Handler struct {
 	// Client reads Repositories and patches their annotation.
 	Client client.Client
-	// Secrets reads the webhook Secrets (uncached, as the git credentials).
+	// Secrets reads the webhook Secrets (uncached, as the git credentials), at most once per
+	// Secret per TokenTTL.
 	Secrets client.Reader
 	Now     func() time.Time
+
+	init    sync.Once
+	slots   chan struct{}
+	tokens  *lru.Cache // Secret key -> tokenRead
+	refused *lru.Cache // Repository key -> *refusals
+}
+
+// tokenRead is a read of a webhook Secret: its token, or why there is none.
+type tokenRead struct {
+	token []byte
+	err   error
+	at    time.Time
+}
+
+// refusals counts a repository's refused events since the last one logged.
+type refusals struct {
+	logged  time.Time
+	dropped int
+}
+
+func (h *Handler) setup() {
+	h.init.Do(func() {
+		h.slots = make(chan struct{}, MaxInFlight)
+		h.tokens = lru.New(4096)
+		h.refused = lru.New(4096)
+	})
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // Errors a request is refused with; the response says no more than the status.
@@ -62,6 +112,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
+	h.setup()
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy; deliver the event again", http.StatusServiceUnavailable)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil || len(body) > MaxBody {
 		http.Error(w, "payload too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -72,13 +131,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	repo, token, err := h.lookup(ctx, key)
 	if err != nil {
 		// One answer for "no such repository" and "no webhook": the endpoint does not tell
-		// who has which repositories.
-		logger.Info("webhook refused", "reason", err.Error())
+		// who has which repositories. Logged at debug level: any name can be asked for.
+		logger.V(1).Info("webhook refused", "reason", err.Error())
 		http.NotFound(w, r)
 		return
 	}
 	if err := Verify(r.Header, body, token); err != nil {
-		logger.Info("webhook refused", "reason", err.Error())
+		h.logRefusal(logger, key, err)
 		http.Error(w, "signature missing or invalid", http.StatusUnauthorized)
 		return
 	}
@@ -95,7 +154,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// lookup reads the repository and its webhook token.
+// logRefusal logs a refused event of a repository that has a webhook, at most once per
+// refusalLogEvery per repository, with how many were refused since: a flood of forged events
+// costs no more log lines than one.
+func (h *Handler) logRefusal(logger interface{ Info(string, ...any) }, key types.NamespacedName, err error) {
+	now := h.now()
+	rs := &refusals{}
+	if v, ok := h.refused.Get(key); ok {
+		rs = v.(*refusals)
+	}
+	if !rs.logged.IsZero() && now.Sub(rs.logged) < refusalLogEvery {
+		rs.dropped++
+		h.refused.Add(key, rs)
+		return
+	}
+	logger.Info("webhook refused", "reason", err.Error(), "refusedSinceLastLine", rs.dropped)
+	h.refused.Add(key, &refusals{logged: now})
+}
+
+// lookup reads the repository (from the cache) and its webhook token (token).
 func (h *Handler) lookup(ctx context.Context, key types.NamespacedName) (*v1alpha1.Repository, []byte, error) {
 	repo := &v1alpha1.Repository{}
 	if err := h.Client.Get(ctx, key, repo); err != nil {
@@ -104,27 +181,42 @@ func (h *Handler) lookup(ctx context.Context, key types.NamespacedName) (*v1alph
 	if repo.Spec.Webhook == nil {
 		return nil, nil, fmt.Errorf("the repository has no spec.webhook")
 	}
-	secret := &corev1.Secret{}
-	if err := h.Secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: repo.Spec.Webhook.SecretRef.Name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, fmt.Errorf("its webhook Secret %s does not exist", repo.Spec.Webhook.SecretRef.Name)
-		}
+	token, err := h.token(ctx, types.NamespacedName{Namespace: key.Namespace, Name: repo.Spec.Webhook.SecretRef.Name})
+	if err != nil {
 		return nil, nil, err
-	}
-	token := secret.Data[SecretKey]
-	if len(token) == 0 {
-		return nil, nil, fmt.Errorf("its webhook Secret %s has no key %s", secret.Name, SecretKey)
 	}
 	return repo, token, nil
 }
 
+// token returns the token of the webhook Secret key, read at most once per TokenTTL (a Secret
+// that does not exist, or has no token, too). A read that failed otherwise (the API server) is
+// not kept.
+func (h *Handler) token(ctx context.Context, key types.NamespacedName) ([]byte, error) {
+	now := h.now()
+	if v, ok := h.tokens.Get(key); ok {
+		if t := v.(tokenRead); now.Sub(t.at) < TokenTTL {
+			return t.token, t.err
+		}
+	}
+	secret := &corev1.Secret{}
+	t := tokenRead{at: now}
+	switch err := h.Secrets.Get(ctx, key, secret); {
+	case apierrors.IsNotFound(err):
+		t.err = fmt.Errorf("its webhook Secret %s does not exist", key.Name)
+	case err != nil:
+		return nil, err
+	case len(secret.Data[SecretKey]) == 0:
+		t.err = fmt.Errorf("its webhook Secret %s has no key %s", secret.Name, SecretKey)
+	default:
+		t.token = secret.Data[SecretKey]
+	}
+	h.tokens.Add(key, t)
+	return t.token, t.err
+}
+
 // request marks repo for a refresh now.
 func (h *Handler) request(ctx context.Context, repo *v1alpha1.Repository) error {
-	now := time.Now
-	if h.Now != nil {
-		now = h.Now
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRefreshRequested, now().UTC().Format(time.RFC3339Nano))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRefreshRequested, h.now().UTC().Format(time.RFC3339Nano))
 	return h.Client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
@@ -192,7 +284,7 @@ func Server(addr string, h *Handler) manager.Runnable {
 func (s *server) NeedLeaderElection() bool { return false }
 
 func (s *server) Start(ctx context.Context) error {
-	srv := &http.Server{Addr: s.addr, Handler: s.h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	srv := &http.Server{Addr: s.addr, Handler: s.h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.ListenAndServe() }()
 	select {

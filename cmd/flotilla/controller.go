@@ -55,6 +55,7 @@ type controllerOptions struct {
 	kubeAPIBurst     int
 	reconcileTimeout time.Duration
 	gitMaxPackSize   string
+	starlarkMemory   string
 	dashboardAddr    string
 	zap              zap.Options
 }
@@ -90,6 +91,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
+	f.StringVar(&o.starlarkMemory, "starlark-max-memory", "512Mi", "the memory a pipeline's starlark script may use: each runs in a child process of this binary, stopped past it (the function fails, saying so)")
 	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most read of one answer of a git server other than a ref advertisement (those stop at 32Mi): a pack, a push's report. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge). A mirror whose packs grow past twice this is fetched anew")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -118,6 +120,14 @@ func runController(ctx context.Context, o controllerOptions) error {
 	maxPack, err := parseSize(o.gitMaxPackSize)
 	if err != nil {
 		return cannotRun(fmt.Errorf("--git-max-pack-size: %w", err))
+	}
+	starlarkMemory, err := parseSize(o.starlarkMemory)
+	if err != nil {
+		return cannotRun(fmt.Errorf("--starlark-max-memory: %w", err))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return cannotRun(fmt.Errorf("find this binary, which runs starlark scripts: %w", err))
 	}
 	api, err := apiServer(ctx, "--kubeconfig", o.kubeconfig)
 	if err != nil {
@@ -177,7 +187,7 @@ func runController(ctx context.Context, o controllerOptions) error {
 	store.AllowLocal = o.allowLocal
 	store.MaxPackBytes = maxPack
 	ctx = ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, ObjectsGeneratorKinds: objectKinds, Shard: sel, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
+	if err := controller.Setup(ctx, mgr, store, controller.Options{WatchNamespaces: namespaces, HealthInterval: o.healthInterval, FactsInterval: o.factsInterval, ExecFunctions: o.execFunctions, StarlarkSandbox: self, StarlarkMaxMemory: starlarkMemory, ObjectsGeneratorKinds: objectKinds, Shard: sel, Workers: o.workers, InsecureKubeconfigExec: o.kubeconfigExec}); err != nil {
 		return err
 	}
 	if o.dashboardAddr != "" {

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		started = true
 		return nil
 	}
-	root.AddCommand(controllerCmd(), renderCmd(), diffCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), dashboardCmd(), rolloutCmd(), versionCmd(), benchCmd(), publishCmd())
+	root.AddCommand(controllerCmd(), renderCmd(), diffCmd(), demoCmd(), approveCmd(), bootstrapCmd(), statusCmd(), dashboardCmd(), rolloutCmd(), versionCmd(), benchCmd(), publishCmd(), fnCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

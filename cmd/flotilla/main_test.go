@@ -167,6 +167,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"controller", "--watch-label-selector", "a b c"}, "error: --watch-label-selector: "},
 		{[]string{"controller", "--git-max-pack-size", "lots"}, `error: --git-max-pack-size: "lots" is not a quantity (such as 512Mi or 2Gi): `},
 		{[]string{"controller", "--git-max-pack-size", "0"}, `error: --git-max-pack-size: "0" is not a positive whole number of bytes` + "\n"},
+		{[]string{"controller", "--starlark-max-memory", "lots"}, `error: --starlark-max-memory: "lots" is not a quantity (such as 512Mi or 2Gi): `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, stderr, code := flotilla(t, tc.args...)

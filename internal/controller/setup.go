@@ -47,6 +47,11 @@ type Options struct {
 	// controller's machine (--allow-exec-functions, see specialize.CheckExecAllowlist); none when
 	// empty.
 	ExecFunctions []string
+	// StarlarkSandbox is the executable that serves "fn starlark" (the controller's own binary):
+	// the built-in starlark function runs in a child process of it, within StarlarkMaxMemory
+	// (see specialize.ExecPolicy.Sandbox). Empty: in the controller's process.
+	StarlarkSandbox   string
+	StarlarkMaxMemory int64
 	// ObjectsGeneratorKinds are the kinds PackageSets' objects generators may read and watch
 	// (--objects-generator-kinds, see packageset.ParseKinds); none when empty.
 	ObjectsGeneratorKinds []schema.GroupKind
@@ -115,8 +120,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&repository.Reconciler{Client: c, APIReader: reader, Git: store, Registry: sources.Registry, Shard: opts.Shard, Workers: workers},
 		deployments,
-		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}, ObjectKinds: opts.ObjectsGeneratorKinds},
-		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: specialize.ExecPolicy{Allowed: opts.ExecFunctions}},
+		&packageset.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Exec: opts.execPolicy(), ObjectKinds: opts.ObjectsGeneratorKinds},
+		&packagevariant.Reconciler{Client: c, APIReader: reader, Git: sources, Exec: opts.execPolicy()},
 		&workloadcluster.Reconciler{Client: c, APIReader: reader, Git: sources, Events: mgr.GetEventRecorder("flotilla"), Clients: clients, Workers: workers, FactsInterval: opts.FactsInterval, RootSyncCheck: opts.RootSyncCheck,
 			PinCorrected: deployments.Requeue},
 	}
@@ -126,4 +131,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, store *pkgrepo.Store, opts Opt
 		}
 	}
 	return nil
+}
+
+// execPolicy is how pipelines run functions: the exec allowlist, and starlark's sandbox.
+func (o Options) execPolicy() specialize.ExecPolicy {
+	return specialize.ExecPolicy{Allowed: o.ExecFunctions, Sandbox: o.StarlarkSandbox, SandboxMemory: o.StarlarkMaxMemory}
 }

@@ -49,7 +49,12 @@ func runExec(ctx context.Context, policy ExecPolicy, command string, items []*ya
 	if err != nil {
 		return nil, err
 	}
+	return runProcess(ctx, policy, bin, args[1:], items, cfg)
+}
 
+// runProcess runs bin with args as a KRM function, as runExec describes: what runs is the
+// caller's choice (an allowed exec function, or flotilla's own starlark sandbox).
+func runProcess(ctx context.Context, policy ExecPolicy, bin string, args []string, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
 	inputs, err := setIDs(items)
 	if err != nil {
 		return nil, err
@@ -77,7 +82,7 @@ func runExec(ctx context.Context, policy ExecPolicy, command string, items []*ya
 	out := &boundedOutput{limit: limit, stop: func() { stop(errOutputLimit) }}
 	stdout, stderr := &boundedWriter{out: out}, &boundedWriter{out: out}
 
-	cmd := exec.CommandContext(ctx, bin, args[1:]...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), stdout, stderr
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Dir = dir

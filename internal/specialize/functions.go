@@ -58,7 +58,7 @@ var catalogPrefixes = []string{"", "gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functio
 // gcr.io/kpt-fn/set-namespace:v0.4.1 or
 // ghcr.io/kptdev/krm-functions-catalog/set-namespace@sha256:... to its
 // built-in implementation, whatever the tag.
-func lookupBuiltin(image string) (builtin, bool) {
+func lookupBuiltin(image string) (string, builtin, bool) {
 	ref, _, _ := strings.Cut(image, "@")
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 		ref = ref[:i]
@@ -69,10 +69,10 @@ func lookupBuiltin(image string) (builtin, bool) {
 			continue
 		}
 		if b, ok := builtins[name]; ok {
-			return b, true
+			return name, b, true
 		}
 	}
-	return nil, false
+	return "", nil, false
 }
 
 // BuiltinFunctions lists the catalog functions that run in process, for
@@ -117,12 +117,16 @@ func (r *runner) run(ctx context.Context, f Function, items []*yaml.RNode) ([]*y
 	case f.Exec != "":
 		out, err = runExec(ctx, r.exec, f.Exec, selected, cfg)
 	case f.Image != "":
-		b, ok := lookupBuiltin(f.Image)
-		if !ok {
+		name, b, ok := lookupBuiltin(f.Image)
+		switch {
+		case !ok:
 			return nil, fmt.Errorf("function %s: no container runtime is configured, so only the built-in catalog functions (%s) and exec functions can run",
 				f.describe(), strings.Join(BuiltinFunctions(), ", "))
+		case name == "starlark" && r.exec.Sandbox != "":
+			out, err = runSandboxed(ctx, r.exec, selected, cfg)
+		default:
+			out, err = b(ctx, selected, cfg)
 		}
-		out, err = b(ctx, selected, cfg)
 	default:
 		return nil, fmt.Errorf("function %s: set image or exec", f.describe())
 	}

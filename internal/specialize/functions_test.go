@@ -39,7 +39,7 @@ func TestLookupBuiltin(t *testing.T) {
 		{"gcr.io/kpt-fn/nested/set-labels:v1", false},
 	}
 	for _, tt := range tests {
-		if _, got := lookupBuiltin(tt.image); got != tt.want {
+		if _, _, got := lookupBuiltin(tt.image); got != tt.want {
 			t.Errorf("lookupBuiltin(%q) = %v, want %v", tt.image, got, tt.want)
 		}
 	}

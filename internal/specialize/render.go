@@ -31,7 +31,18 @@ type ExecPolicy struct {
 	// MaxOutput bounds the bytes an exec function may write to stdout and
 	// stderr together; zero means DefaultExecMaxOutput.
 	MaxOutput int64
+	// Sandbox, when set, is an executable that serves "fn starlark" (the flotilla binary,
+	// ServeStarlark): the built-in starlark function then runs in a child process of it, whose
+	// memory is bounded at SandboxMemory, as exec functions run (timeout, output bound, an
+	// environment of PATH only). Empty: in this process (the CLI, on its user's own files).
+	Sandbox string
+	// SandboxMemory bounds the memory of a sandboxed starlark script; zero means
+	// DefaultSandboxMemory.
+	SandboxMemory int64
 }
+
+// DefaultSandboxMemory bounds a sandboxed starlark script's memory when ExecPolicy sets none.
+const DefaultSandboxMemory = 512 << 20
 
 // DefaultExecTimeout bounds an exec function when ExecPolicy sets none.
 const DefaultExecTimeout = time.Minute

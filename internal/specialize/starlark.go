@@ -29,11 +29,21 @@ const starlarkMaxSteps = 100_000_000
 // empty ctx.environment and ctx.open_api, and load() is not available.
 // Comments are carried over from the input resources, as kpt does.
 func runStarlark(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
-	src, err := starlarkSource(cfg)
+	inputs, err := setIDs(items)
 	if err != nil {
 		return nil, err
 	}
-	inputs, err := setIDs(items)
+	out, err := starlarkItems(ctx, items, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return out, restoreComments(inputs, out)
+}
+
+// starlarkItems runs the script over items, which carry their ids (setIDs), and returns the new
+// items: runStarlark in this process, ServeStarlark in a sandbox.
+func starlarkItems(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
+	src, err := starlarkSource(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +95,7 @@ func runStarlark(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([]*
 		}
 		return nil, fmt.Errorf("starlark: %w", err)
 	}
-	out, err := fromStarlarkItems(rl)
-	if err != nil {
-		return nil, err
-	}
-	return out, restoreComments(inputs, out)
+	return fromStarlarkItems(rl)
 }
 
 func starlarkSource(cfg *yaml.RNode) (string, error) {

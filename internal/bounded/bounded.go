@@ -52,22 +52,22 @@ func Body(rc io.ReadCloser, limit int64, cut func() error) io.ReadCloser {
 	}{NewReader(rc, limit, cut), rc}
 }
 
-// ErrorPageBytes is as much of an answer that is not a success (a 401, a 404, a 500) as is read.
-// go-git and the registry library read such a body and put it in their error, which reaches a
-// status that tenants read. A git server's or a registry's message is a line or two; a server
+// ErrorPageBytes is as much of an answer that is not a success (a 401, a 404, a 500) as a git
+// server's is read. go-git and the registry library read such a body and put it in their error,
+// which reaches a status that tenants read. A git server's message is a line or two; a server
 // that is none (a URL naming some other service, or a redirect to one) must not have its page
 // copied there.
 const ErrorPageBytes = 1 << 10
 
-// ErrorPage reads the body of res up to ErrorPageBytes, quietly (its status is the error), when
-// res is not a success, and tells whether it was not.
-func ErrorPage(res *http.Response) bool {
+// ErrorPage reads the body of res up to limit bytes, quietly (its status is the error), when res
+// is not a success, and tells whether it was not.
+func ErrorPage(res *http.Response, limit int64) bool {
 	if res.StatusCode >= 200 && res.StatusCode <= 299 {
 		return false
 	}
 	res.Body = struct {
 		io.Reader
 		io.Closer
-	}{io.LimitReader(res.Body, ErrorPageBytes), res.Body}
+	}{io.LimitReader(res.Body, limit), res.Body}
 	return true
 }

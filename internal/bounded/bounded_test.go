@@ -58,7 +58,7 @@ func TestErrorPage(t *testing.T) {
 		want   int
 	}{{200, len(page)}, {204, len(page)}, {302, ErrorPageBytes}, {404, ErrorPageBytes}, {500, ErrorPageBytes}} {
 		res := &http.Response{StatusCode: tc.status, Body: io.NopCloser(strings.NewReader(page))}
-		cut := ErrorPage(res)
+		cut := ErrorPage(res, ErrorPageBytes)
 		got, err := io.ReadAll(res.Body)
 		if len(got) != tc.want || err != nil || cut != (tc.want != len(page)) {
 			t.Errorf("status %d: ErrorPage = %v, then read %d bytes, %v; want %d bytes", tc.status, cut, len(got), err, tc.want)

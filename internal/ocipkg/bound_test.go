@@ -90,7 +90,7 @@ func TestEndlessTagListIsCut(t *testing.T) {
 }
 
 // A registry's error page (a 403 with a long HTML body, as a proxy or some other service gives)
-// is read up to bounded.ErrorPageBytes: its status still tells what failed (the registry library
+// is read up to maxErrorBytes: its status still tells what failed (the registry library
 // fails with "body exceeds 65536 byte limit", and no status, past its own bound of 64 KiB), and
 // the message, which reaches a tenant's status, does not copy the page. A blob's error page too.
 // (The error answers only GETs: an exact revision resolves with a HEAD, whose answer has no body.)
@@ -120,10 +120,34 @@ func TestErrorPageIsCut(t *testing.T) {
 					_, err = Fetch(context.Background(), host+"/team/web", pushed.Digest, opts)
 				}
 				if !errors.Is(err, pkgrepo.ErrAuthentication) || !strings.Contains(err.Error(), "403") ||
-					!strings.Contains(err.Error(), "the page of some other service") || len(err.Error()) > 2<<10 {
-					t.Fatalf("error (%d bytes) = %.300q…; want ErrAuthentication, saying 403 and the page's start, under 2 KiB", len(err.Error()), err)
+					!strings.Contains(err.Error(), "the page of some other service") || len(err.Error()) > 5<<10 {
+					t.Fatalf("error (%d bytes) = %.300q…; want ErrAuthentication, saying 403 and the page's start, under 5 KiB", len(err.Error()), err)
 				}
 			})
 		}
+	}
+}
+
+// A registry's JSON error with long details keeps its code: a 400 that says DENIED is an
+// authentication failure (cut at a git server's 1 KiB, the JSON broke and the code was lost).
+func TestErrorCodeWithLongDetails(t *testing.T) {
+	var on atomic.Bool
+	host := ocitest.NewRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if on.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = fmt.Fprintf(w, `{"errors":[{"code":"DENIED","message":"requested access to the resource is denied","detail":%q}]}`, strings.Repeat("scope ", 400))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	opts := Options{Insecure: true}
+	pushed := mustPush(t, host+"/team/web:v1", pkgFiles("1"), opts)
+	on.Store(true)
+	_, err := Fetch(context.Background(), host+"/team/web", pushed.Digest, opts)
+	if !errors.Is(err, pkgrepo.ErrAuthentication) || !strings.Contains(err.Error(), "DENIED") {
+		t.Fatalf("Fetch = %.500v; want ErrAuthentication, saying DENIED", err)
 	}
 }

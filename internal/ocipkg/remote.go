@@ -79,7 +79,7 @@ var errPlainHTTP = errors.New("plain http refused")
 // registries on loopback and private addresses, and follows redirects (blob storage) wherever
 // they point: without this, credentials could cross the network in clear text although the
 // caller never asked for http. It bounds the registry's answers too: one that is not a success
-// at bounded.ErrorPageBytes (a blob's as well), every other but a blob at maxAnswerBytes.
+// at maxErrorBytes (a blob's as well), every other but a blob at maxAnswerBytes.
 type httpsOnly struct {
 	next      http.RoundTripper
 	allowHTTP bool
@@ -93,7 +93,7 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w to %s: the registry must serve https, or set insecure (flotilla publish --insecure) for one without TLS", errPlainHTTP, req.URL.Host)
 	}
 	res, err := t.next.RoundTrip(req)
-	if err != nil || bounded.ErrorPage(res) || isBlob(req) {
+	if err != nil || bounded.ErrorPage(res, maxErrorBytes) || isBlob(req) {
 		return res, err
 	}
 	limit := int64(maxAnswerBytes)
@@ -109,6 +109,13 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	})
 	return res, nil
 }
+
+// maxErrorBytes bounds an answer that is not a success: the registry library puts it in its
+// error, which reaches a status tenants read, and reads the error codes in it (DENIED,
+// MANIFEST_UNKNOWN) that say what failed. A registry's JSON error, details included, fits; a page
+// of some other service is cut (bounded.ErrorPageBytes, a git server's, is too short for the
+// codes of a registry whose details are long).
+const maxErrorBytes = 4 << 10
 
 // maxAnswerBytes bounds every answer of a registry but a blob's (a manifest, a page of tags, a
 // token): registries are a tenant's input, and the library reads these whole into memory. A

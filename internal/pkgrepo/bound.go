@@ -151,7 +151,7 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bounded.ErrorPage(res) {
+	if bounded.ErrorPage(res, bounded.ErrorPageBytes) {
 		return res, nil
 	}
 	b := boundOf(req.Context())

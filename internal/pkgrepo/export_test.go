@@ -31,5 +31,10 @@ func SetLooseLimits(t testing.TB, limit, every int) {
 	t.Cleanup(func() { looseLimit, looseCheckEvery = savedLimit, savedEvery })
 }
 
-// MaxPacks is how many packs a mirror may hold before its next fetch starts it over.
-const MaxPacks = maxPacks
+// SetMaxPacks makes a mirror start over past n packs instead of maxPacks, until t ends (not for
+// tests in parallel).
+func SetMaxPacks(t testing.TB, n int) {
+	saved := maxPacks
+	maxPacks = n
+	t.Cleanup(func() { maxPacks = saved })
+}

@@ -49,7 +49,7 @@ func FuzzValidateFiles(f *testing.F) {
 // begin like it are kept.
 func TestDotGitVariantsRefused(t *testing.T) {
 	for _, name := range []string{".git/config", ".GIT/hooks/post-checkout", "a/.Git/config", "git~1/config", "GIT~1/x",
-		".git./x", ".git /x", ".git. . /x", ".g\u200cit/hooks/x", "\ufeff.git/x"} {
+		".git./x", ".git /x", ".git. . /x", ".git::$INDEX_ALLOCATION/hooks/x", ".GIT:stream/x", ".g\u200cit/hooks/x", "\ufeff.git/x"} {
 		if err := validateFiles(map[string][]byte{"Kptfile": nil, name: nil}); err == nil {
 			t.Errorf("validateFiles accepted %q", name)
 		}

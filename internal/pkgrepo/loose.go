@@ -48,22 +48,49 @@ func (m *mirror) packLoose() (packed bool, err error) {
 	}); err != nil || len(loose) < looseLimit {
 		return false, err
 	}
+	// go-git's encoder holds the objects of a pack in memory to choose deltas: a pack takes
+	// objects up to looseBatchBytes of them (one larger object alone).
+	for len(loose) > 0 {
+		n, size := 0, int64(0)
+		for ; n < len(loose); n++ {
+			s, err := m.repo.Storer.EncodedObjectSize(loose[n])
+			if err != nil {
+				return packed, err
+			}
+			if n > 0 && size+s > looseBatchBytes {
+				break
+			}
+			size += s
+		}
+		if err := m.packObjects(pw, los, loose[:n]); err != nil {
+			return packed, err
+		}
+		packed, loose = true, loose[n:]
+	}
+	return packed, nil
+}
+
+// looseBatchBytes bounds the loose objects packLoose puts in one pack.
+const looseBatchBytes = 64 << 20
+
+// packObjects writes objects into one new pack and, once it is in place, removes them as loose objects.
+func (m *mirror) packObjects(pw storer.PackfileWriter, los storer.LooseObjectStorer, objects []plumbing.Hash) error {
 	w, err := pw.PackfileWriter()
 	if err != nil {
-		return false, err
+		return err
 	}
 	// Deltas between the revisions' trees and sync objects, within git's own window.
-	if _, err := packfile.NewEncoder(w, m.repo.Storer, false).Encode(loose, 10); err != nil {
+	if _, err := packfile.NewEncoder(w, m.repo.Storer, false).Encode(objects, 10); err != nil {
 		_ = w.Close()
-		return false, err
+		return err
 	}
 	if err := w.Close(); err != nil { // indexes the pack and puts it in place
-		return false, err
+		return err
 	}
-	for _, h := range loose {
+	for _, h := range objects {
 		if err := los.DeleteLooseObject(h); err != nil {
-			return true, err
+			return err
 		}
 	}
-	return true, nil
+	return nil
 }

@@ -80,16 +80,18 @@ func countObjects(t *testing.T, dir string) map[string]int {
 }
 
 // A mirror that every fetch brings something to (a catalog others publish to) gets a pack a
-// fetch: past MaxPacks packs, its next fetch starts it over, with the remote's history in one
+// fetch: past its bound of packs, its next fetch starts it over, with the remote's history in one
 // pack, and every revision still resolves and reads.
 func TestMirrorStartsOverPastMaxPacks(t *testing.T) {
+	const maxPacks = 20
+	pkgrepo.SetMaxPacks(t, maxPacks)
 	remote, _ := newRepo(t)
 	writer := pkgrepo.NewStore(t.TempDir())
 	cache := t.TempDir()
 	reader := pkgrepo.NewStore(cache)
 	ctx := context.Background()
 	most, startedOver := 0, false
-	rounds := pkgrepo.MaxPacks + 5
+	rounds := maxPacks + 5
 	for i := range rounds {
 		publish(t, writer, remote, pkgrepo.PublishRequest{Package: dp, Files: dpFiles("a", fmt.Sprintf("b%d", i))})
 		if _, err := reader.Refresh(ctx, remote); err != nil {
@@ -101,8 +103,8 @@ func TestMirrorStartsOverPastMaxPacks(t *testing.T) {
 		}
 		most = max(most, len(packs))
 	}
-	if most > pkgrepo.MaxPacks+1 || !startedOver {
-		t.Fatalf("at most %d packs in the mirror over %d fetches, started over: %v; want at most %d, and a start over", most, rounds, startedOver, pkgrepo.MaxPacks+1)
+	if most > maxPacks+1 || !startedOver {
+		t.Fatalf("at most %d packs in the mirror over %d fetches, started over: %v; want at most %d, and a start over", most, rounds, startedOver, maxPacks+1)
 	}
 	if left, _ := filepath.Glob(filepath.Join(cache, "*.new")); len(left) > 0 {
 		t.Errorf("left beside the mirror: %v", left)

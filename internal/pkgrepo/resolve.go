@@ -103,7 +103,7 @@ func (m *mirror) checkKptfile(rev Revision) error {
 	if tree.IsZero() {
 		return fmt.Errorf("%w: no directory %s", ErrPackageNotFound, rev.Package)
 	}
-	t, err := object.GetTree(m.repo.Storer, tree)
+	t, err := getTree(m.repo.Storer, tree)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ type treeReader struct {
 }
 
 func (r *treeReader) read(h plumbing.Hash, dir string) error {
-	t, err := object.GetTree(r.s, h)
+	t, err := getTree(r.s, h)
 	if err != nil {
 		return err
 	}

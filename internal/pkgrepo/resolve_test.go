@@ -390,7 +390,8 @@ func TestEmptyAnswerKeepsTheMirror(t *testing.T) {
 
 // A package whose tree names one subtree many times, level after level, is refused within the
 // entry limit instead of walked without end (1,000 names a level, four levels: 10^12 entries, no
-// file among them); a submodule is refused, not left out of the package without a word.
+// file among them); one tree too large to decode is refused before it is decoded; a submodule is
+// refused, not left out of the package without a word.
 func TestReadPackageRefusesTreeBombsAndSubmodules(t *testing.T) {
 	srv := gittest.NewServer(t)
 	srv.CreateRepo(t, "catalog")
@@ -416,16 +417,23 @@ func TestReadPackageRefusesTreeBombsAndSubmodules(t *testing.T) {
 	}
 	bomb := git(fmt.Sprintf("100644 blob %s\tKptfile\n040000 tree %s\tx\n", kptfile, level), "mktree")
 	sub := git(fmt.Sprintf("100644 blob %s\tKptfile\n160000 commit %s\tmodule\n", kptfile, strings.Repeat("ab", 20)), "mktree")
-	root := git(fmt.Sprintf("040000 tree %s\tbomb\n040000 tree %s\tsub\n", bomb, sub), "mktree")
+	// One tree of 300,000 entries naming one blob: 11 MB to decode, a few KB in a pack.
+	var wideTree strings.Builder
+	for i := range 300_000 {
+		fmt.Fprintf(&wideTree, "100644 blob %s\tf%06d\n", kptfile, i)
+	}
+	wide := git(fmt.Sprintf("100644 blob %s\tKptfile\n040000 tree %s\tx\n", kptfile, git(wideTree.String(), "mktree")), "mktree")
+	root := git(fmt.Sprintf("040000 tree %s\tbomb\n040000 tree %s\tsub\n040000 tree %s\twide\n", bomb, sub, wide), "mktree")
 	commit := git("", "commit-tree", root, "-m", "hostile")
 	git("", "update-ref", "refs/heads/main", commit)
 	git("", "tag", "bomb/v1", commit)
 	git("", "tag", "sub/v1", commit)
+	git("", "tag", "wide/v1", commit)
 
 	store := pkgrepo.NewStore(t.TempDir())
 	remote := pkgrepo.Remote{URL: srv.URL + "/catalog.git"}
 	ctx := context.Background()
-	for pkg, want := range map[string]string{"bomb": "more than 20000 files and directories", "sub": "module is a symlink or submodule"} {
+	for pkg, want := range map[string]string{"bomb": "more than 20000 files and directories", "sub": "module is a symlink or submodule", "wide": "more than the 8388608 flotilla reads"} {
 		if _, err := store.Resolve(ctx, remote, pkg, "v1"); err != nil {
 			t.Fatalf("Resolve %s: %v", pkg, err)
 		}

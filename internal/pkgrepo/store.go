@@ -423,10 +423,12 @@ func (s *Store) maxMirrorBytes() int64 {
 	return 2 * DefaultMaxPackBytes
 }
 
-// maxPacks is how many packs a mirror may hold before its next fetch starts it over (git's own
-// gc.autoPackLimit): each fetch that brings something adds one, and so does packing a
-// publishes' loose objects, and go-git looks an object up in every pack, and never merges them.
-const maxPacks = 50
+// maxPacks is how many packs a mirror may hold before its next fetch starts it over: each fetch
+// that brings something adds one, and so does packing a publishes' loose objects, and go-git
+// looks an object up in every pack, and never merges them. git merges its packs locally past 50
+// (gc.autoPackLimit); a start over fetches the repository whole, so the bound is higher: a
+// catalog that others publish to a hundred times a day is fetched whole every two or three days.
+var maxPacks = 256
 
 // tooManyPacks tells whether the mirror's packs on disk are more than maxPacks or larger than
 // maxMirrorBytes (loose objects are few: packLoose packs them).

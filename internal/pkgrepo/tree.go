@@ -43,8 +43,9 @@ func hasDotSegment(p string) bool {
 }
 
 // isDotGit tells whether a path segment is a checkout's .git directory on some file system: any
-// case (case-insensitive file systems), with trailing dots and spaces (NTFS drops them), its NTFS
-// short name git~1, or with the code points HFS+ ignores inside it. git refuses such paths on
+// case (case-insensitive file systems), with trailing dots and spaces (NTFS drops them) or a
+// stream after a colon (.git::$INDEX_ALLOCATION), its NTFS short name git~1, or with the code
+// points HFS+ ignores inside it. git refuses such paths on
 // checkout (core.protectNTFS, core.protectHFS) for this reason: a tree that holds one can write
 // hooks into a clone's .git on those systems.
 func isDotGit(seg string) bool {
@@ -54,6 +55,9 @@ func isDotGit(seg string) bool {
 		}
 		return r
 	}, seg)
+	if i := strings.IndexByte(seg, ':'); i >= 0 {
+		seg = seg[:i] // NTFS: what follows a colon names a stream of the file before it
+	}
 	seg = strings.TrimRight(seg, ". ")
 	return strings.EqualFold(seg, ".git") || strings.EqualFold(seg, "git~1")
 }
@@ -189,7 +193,7 @@ func subtree(s storer.EncodedObjectStorer, root plumbing.Hash, p string) (plumbi
 		if h.IsZero() {
 			return h, nil
 		}
-		t, err := object.GetTree(s, h)
+		t, err := getTree(s, h)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -202,6 +206,19 @@ func subtree(s storer.EncodedObjectStorer, root plumbing.Hash, p string) (plumbi
 		}
 	}
 	return h, nil
+}
+
+// maxTreeBytes bounds one tree object read from a repository: go-git decodes a tree whole, and
+// a tree of millions of entries naming one object compresses into a small pack. 8 MiB is about
+// 100,000 entries, five times the most a package's walk visits (MaxPackageEntries).
+const maxTreeBytes = 8 << 20
+
+// getTree reads tree h, refusing one larger than maxTreeBytes before it is decoded.
+func getTree(s storer.EncodedObjectStorer, h plumbing.Hash) (*object.Tree, error) {
+	if n, err := s.EncodedObjectSize(h); err == nil && n > maxTreeBytes {
+		return nil, fmt.Errorf("%w: tree %s is %d bytes, more than the %d flotilla reads", ErrInvalidPackage, h, n, maxTreeBytes)
+	}
+	return object.GetTree(s, h)
 }
 
 // replaceSubtree returns root with directory p replaced by sub (removed when
@@ -219,7 +236,7 @@ func splice(s storer.EncodedObjectStorer, base plumbing.Hash, segs []string, sub
 	var entries []object.TreeEntry
 	var old plumbing.Hash
 	if !base.IsZero() {
-		t, err := object.GetTree(s, base)
+		t, err := getTree(s, base)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}

@@ -36,11 +36,6 @@ const MaxBody = 1 << 20
 // SecretKey is the key of the webhook Secret that holds the token.
 const SecretKey = "token"
 
-// MaxInFlight bounds the requests served at once; more are answered 503 at once (git servers
-// deliver again). With MaxBody, it bounds the memory the endpoint, which anyone who reaches it
-// may call, can take.
-const MaxInFlight = 16
-
 // TokenTTL is how long a webhook Secret's token, once read, is used before it is read again: a
 // request needs the token before it can tell a forged signature from a good one, so without it
 // anyone who reaches the endpoint could make the controller read a Secret from the API server
@@ -61,9 +56,9 @@ type Handler struct {
 	Now     func() time.Time
 
 	init    sync.Once
-	slots   chan struct{}
 	tokens  *lru.Cache // Secret key -> tokenRead
-	refused *lru.Cache // Repository key -> *refusals
+	mu      sync.Mutex // guards refused's entries
+	refused *lru.Cache // Repository key -> refusals
 }
 
 // tokenRead is a read of a webhook Secret: its token, or why there is none.
@@ -81,7 +76,6 @@ type refusals struct {
 
 func (h *Handler) setup() {
 	h.init.Do(func() {
-		h.slots = make(chan struct{}, MaxInFlight)
 		h.tokens = lru.New(4096)
 		h.refused = lru.New(4096)
 	})
@@ -113,19 +107,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
 	h.setup()
-	select {
-	case h.slots <- struct{}{}:
-		defer func() { <-h.slots }()
-	default:
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "busy; deliver the event again", http.StatusServiceUnavailable)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
-	if err != nil || len(body) > MaxBody {
-		http.Error(w, "payload too large or unreadable", http.StatusRequestEntityTooLarge)
-		return
-	}
 	ctx := r.Context()
 	logger := log.FromContext(ctx).WithValues("repository", key.String())
 	repo, token, err := h.lookup(ctx, key)
@@ -136,7 +117,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if err := Verify(r.Header, body, token); err != nil {
+	// The payload is signed, never kept: it streams through the HMAC, so a post holds no more
+	// than its connection's buffers however slowly it comes (the server's ReadTimeout ends it).
+	mac := hmac.New(sha256.New, token)
+	if n, err := io.Copy(mac, io.LimitReader(r.Body, MaxBody+1)); err != nil || n > MaxBody {
+		http.Error(w, "payload too large or unreadable", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := check(r.Header, mac.Sum(nil), token); err != nil {
 		h.logRefusal(logger, key, err)
 		http.Error(w, "signature missing or invalid", http.StatusUnauthorized)
 		return
@@ -159,17 +147,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // costs no more log lines than one.
 func (h *Handler) logRefusal(logger interface{ Info(string, ...any) }, key types.NamespacedName, err error) {
 	now := h.now()
-	rs := &refusals{}
+	h.mu.Lock()
+	var rs refusals
 	if v, ok := h.refused.Get(key); ok {
-		rs = v.(*refusals)
+		rs = v.(refusals)
 	}
 	if !rs.logged.IsZero() && now.Sub(rs.logged) < refusalLogEvery {
 		rs.dropped++
 		h.refused.Add(key, rs)
+		h.mu.Unlock()
 		return
 	}
+	h.refused.Add(key, refusals{logged: now})
+	h.mu.Unlock()
 	logger.Info("webhook refused", "reason", err.Error(), "refusedSinceLastLine", rs.dropped)
-	h.refused.Add(key, &refusals{logged: now})
 }
 
 // lookup reads the repository (from the cache) and its webhook token (token).
@@ -224,7 +215,12 @@ func (h *Handler) request(ctx context.Context, repo *v1alpha1.Repository) error 
 func Verify(header http.Header, body, token []byte) error {
 	mac := hmac.New(sha256.New, token)
 	mac.Write(body)
-	want := mac.Sum(nil)
+	return check(header, mac.Sum(nil), token)
+}
+
+// check checks the signature header says want, the body's HMAC with token (GitLab sends the
+// token itself).
+func check(header http.Header, want, token []byte) error {
 	hexSig := func(v string) error {
 		got, err := hex.DecodeString(strings.TrimSpace(v))
 		if err != nil || !hmac.Equal(got, want) {

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -91,7 +93,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
-	f.StringVar(&o.starlarkMemory, "starlark-max-memory", "512Mi", "the memory a pipeline's starlark script may use: each runs in a child process of this binary, stopped past it (the function fails, saying so)")
+	f.StringVar(&o.starlarkMemory, "starlark-max-memory", "128Mi", "the memory a pipeline's starlark script may use: scripts run one at a time, each in a child process of this binary, stopped past it (the function fails, saying so); the controller keeps this much of its GOMEMLIMIT free for it")
 	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most read of one answer of a git server other than a ref advertisement (those stop at 32Mi): a pack, a push's report. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge). A mirror whose packs grow past twice this is fetched anew")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -128,6 +130,9 @@ func runController(ctx context.Context, o controllerOptions) error {
 	self, err := os.Executable()
 	if err != nil {
 		return cannotRun(fmt.Errorf("find this binary, which runs starlark scripts: %w", err))
+	}
+	if err := reserveMemory(starlarkMemory); err != nil {
+		return cannotRun(err)
 	}
 	api, err := apiServer(ctx, "--kubeconfig", o.kubeconfig)
 	if err != nil {
@@ -197,6 +202,22 @@ func runController(ctx context.Context, o controllerOptions) error {
 		}
 	}
 	return mgr.Start(ctx)
+}
+
+// reserveMemory lowers the controller's GOMEMLIMIT, when it has one (the manifests set it to the
+// container's memory limit), by the memory of one sandboxed starlark script, whose child process
+// counts in the same container: the collector then keeps the controller's heap below the limit by
+// that much. A reservation of half the limit or more is refused.
+func reserveMemory(script int64) error {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		return nil
+	}
+	if script >= limit/2 {
+		return fmt.Errorf("--starlark-max-memory: %d bytes is half the controller's GOMEMLIMIT (%d bytes) or more: raise the container's memory limit, or lower --starlark-max-memory", script, limit)
+	}
+	debug.SetMemoryLimit(limit - script)
+	return nil
 }
 
 // parseSize reads a positive byte count as a Kubernetes quantity: 1Gi, 512Mi, 1000000.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -44,5 +46,24 @@ func TestFnStarlark(t *testing.T) {
 		Blueprint: blueprint("l = []\nfor i in range(100):\n  l.append(\"x\" * (1 << 24) + str(i))")})
 	if err == nil || !strings.Contains(err.Error(), "used more than 64 MiB of memory") {
 		t.Fatalf("Render of a script past its memory = %v", err)
+	}
+}
+
+// The controller keeps --starlark-max-memory of its GOMEMLIMIT free for the sandboxed script,
+// whose child process counts in the same container; without a limit there is nothing to keep.
+func TestReserveMemory(t *testing.T) {
+	saved := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(saved) })
+	debug.SetMemoryLimit(math.MaxInt64)
+	if err := reserveMemory(128 << 20); err != nil || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("without a limit: %v, limit %d", err, debug.SetMemoryLimit(-1))
+	}
+	debug.SetMemoryLimit(512 << 20)
+	if err := reserveMemory(128 << 20); err != nil || debug.SetMemoryLimit(-1) != 384<<20 {
+		t.Fatalf("512Mi less 128Mi: %v, limit %d", err, debug.SetMemoryLimit(-1))
+	}
+	debug.SetMemoryLimit(512 << 20)
+	if err := reserveMemory(256 << 20); err == nil || !strings.Contains(err.Error(), "half the controller's GOMEMLIMIT") {
+		t.Fatalf("half the limit: %v", err)
 	}
 }

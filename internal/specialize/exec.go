@@ -49,12 +49,13 @@ func runExec(ctx context.Context, policy ExecPolicy, command string, items []*ya
 	if err != nil {
 		return nil, err
 	}
-	return runProcess(ctx, policy, bin, args[1:], items, cfg)
+	return runProcess(ctx, policy, bin, args[1:], nil, items, cfg)
 }
 
 // runProcess runs bin with args as a KRM function, as runExec describes: what runs is the
 // caller's choice (an allowed exec function, or flotilla's own starlark sandbox).
-func runProcess(ctx context.Context, policy ExecPolicy, bin string, args []string, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
+// env is added to the environment of PATH only.
+func runProcess(ctx context.Context, policy ExecPolicy, bin string, args, env []string, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
 	inputs, err := setIDs(items)
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func runProcess(ctx context.Context, policy ExecPolicy, bin string, args []strin
 
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), stdout, stderr
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	cmd.Dir = dir
 	killProcessGroup(cmd)
 	// A killed script's children may keep stdout open; do not wait on them.

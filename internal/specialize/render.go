@@ -42,7 +42,7 @@ type ExecPolicy struct {
 }
 
 // DefaultSandboxMemory bounds a sandboxed starlark script's memory when ExecPolicy sets none.
-const DefaultSandboxMemory = 512 << 20
+const DefaultSandboxMemory = 128 << 20
 
 // DefaultExecTimeout bounds an exec function when ExecPolicy sets none.
 const DefaultExecTimeout = time.Minute

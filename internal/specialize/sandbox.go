@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/kptdev/krm-functions-sdk/go/fn"
@@ -31,10 +32,25 @@ func SandboxArgs(maxMemory int64) []string {
 	return []string{"fn", "starlark", "--max-memory", strconv.FormatInt(maxMemory, 10)}
 }
 
-// runSandboxed runs the starlark function in a child process of policy.Sandbox.
+// sandboxSlot lets one sandboxed script run at a time in this process: the controller keeps room
+// for one (its GOMEMLIMIT lowered by --starlark-max-memory), not for one per reconcile.
+var sandboxSlot = make(chan struct{}, 1)
+
+// sandboxMaxOutput bounds what a sandboxed script writes: the package it was given, changed, a
+// package being at most 64 MiB (pkgrepo.MaxPackageSize), twice over.
+const sandboxMaxOutput = 128 << 20
+
+// runSandboxed runs the starlark function in a child process of policy.Sandbox, one at a time.
 func runSandboxed(ctx context.Context, policy ExecPolicy, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
+	select {
+	case sandboxSlot <- struct{}{}:
+		defer func() { <-sandboxSlot }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	limit := cmp.Or(policy.SandboxMemory, DefaultSandboxMemory)
-	out, err := runProcess(ctx, policy, policy.Sandbox, SandboxArgs(limit), items, cfg)
+	policy.MaxOutput = max(policy.MaxOutput, sandboxMaxOutput)
+	out, err := runProcess(ctx, policy, policy.Sandbox, SandboxArgs(limit), nil, items, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starlark (in a sandbox of %s of memory): %w", byteSize(limit), err)
 	}
@@ -50,12 +66,18 @@ func ServeStarlark(ctx context.Context, stdin io.Reader, stdout, stderr io.Write
 	// controller; allowed to any process for itself.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	debug.SetMemoryLimit(maxMemory)
+	// Deep recursion (str() of a list nested a million deep) grows a stack, which the heap does
+	// not count and the watch does: the runtime's own stack bound (fatal, with a traceback) is
+	// set past the memory bound, so the watch stops the child first.
+	debug.SetMaxStack(int(max(1<<30, 2*maxMemory)))
+	var given atomic.Int64
 	stop := watchMemory(maxMemory, func() {
-		fmt.Fprintf(stderr, "the script used more than %s of memory, so it was stopped\n", byteSize(maxMemory))
+		fmt.Fprintf(stderr, "the script used more than %s of memory (the package it was given: %d bytes of YAML), so it was stopped\n", byteSize(maxMemory), given.Load())
 		os.Exit(ExitOutOfMemory)
 	})
 	defer stop()
 	in, err := io.ReadAll(io.LimitReader(stdin, maxMemory))
+	given.Store(int64(len(in)))
 	if err != nil {
 		fmt.Fprintf(stderr, "read the ResourceList: %v\n", err)
 		return 1
@@ -89,12 +111,13 @@ func ServeStarlark(ctx context.Context, stdin io.Reader, stdout, stderr io.Write
 	return status
 }
 
-// watchMemory calls exceeded (once) when the process's heap passes limit, checked every
-// millisecond; stop ends the watch.
+// watchMemory calls exceeded (once) when the memory the process holds from the system (heap,
+// stacks, the runtime's own; less what it gave back) passes limit, checked every millisecond;
+// stop ends the watch.
 func watchMemory(limit int64, exceeded func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -104,7 +127,7 @@ func watchMemory(limit int64, exceeded func()) (stop func()) {
 			case <-tick.C:
 			}
 			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 && int64(sample[0].Value.Uint64()) > limit {
+			if int64(sample[0].Value.Uint64()-sample[1].Value.Uint64()) > limit {
 				exceeded()
 				return
 			}

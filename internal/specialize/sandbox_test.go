@@ -67,4 +67,11 @@ func TestSandboxedStarlark(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "used more than 64 MiB of memory") {
 		t.Fatalf("a script past its memory in the sandbox: %v", err)
 	}
+
+	// A list nested a million deep, written out: a recursion that grows the stack, not the heap;
+	// the child's memory counts it.
+	_, err = Render(ctx, Request{Blueprint: script("l = []", "for i in range(1000000):", "  l = [l]", "print(str(l)[:10])"), Name: "pkg", Exec: sandbox(t, 0)})
+	if err == nil || !strings.Contains(err.Error(), "used more than 128 MiB") {
+		t.Fatalf("a script past its stack in the sandbox: %.3000v", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -59,8 +60,12 @@ func starlarkItems(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([
 		Print: func(_ *starlark.Thread, msg string) {
 			if left := starlarkMaxPrinted - printed.Len(); left > 0 {
 				msg += "\n"
-				printed.WriteString(msg[:min(len(msg), left)])
-				dropped += max(0, len(msg)-left)
+				keep := msg[:min(len(msg), left)]
+				for len(keep) > 0 && !utf8.ValidString(keep) { // not in the middle of a character
+					keep = keep[:len(keep)-1]
+				}
+				printed.WriteString(keep)
+				dropped += len(msg) - len(keep)
 			} else {
 				dropped += len(msg) + 1
 			}

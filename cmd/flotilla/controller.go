@@ -93,7 +93,7 @@ func controllerCmd() *cobra.Command {
 	f.StringVar(&o.dashboardAddr, "dashboard-bind-address", "", "address of the read-only web dashboard (as flotilla dashboard's, of every namespace the controller watches; no authentication: bind 127.0.0.1:PORT and use kubectl port-forward); default off")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (CPU and heap profiles; no authentication: bind 127.0.0.1:PORT); default off")
 	f.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 2*time.Minute, "bound on one reconcile, git round trips included: a hanging git server becomes a retried error")
-	f.StringVar(&o.starlarkMemory, "starlark-max-memory", "128Mi", "the memory a pipeline's starlark script may use: scripts run one at a time, each in a child process of this binary, stopped past it (the function fails, saying so); the controller keeps this much of its GOMEMLIMIT free for it")
+	f.StringVar(&o.starlarkMemory, "starlark-max-memory", "128Mi", "the memory a pipeline's starlark script may use: scripts run one at a time, each in a child process of this binary, stopped past it (the function fails, saying so); the controller keeps this much of its GOMEMLIMIT free for it, and refuses to start when that is half of it or more. 0: scripts run in the controller's own process, unbounded (only where every tenant is trusted)")
 	f.StringVar(&o.gitMaxPackSize, "git-max-pack-size", "1Gi", "the most read of one answer of a git server other than a ref advertisement (those stop at 32Mi): a pack, a push's report. Tenants name the servers: past it the exchange is cut and the Repository says so (RepositoryTooLarge). A mirror whose packs grow past twice this is fetched anew")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(goflags)
@@ -123,16 +123,18 @@ func runController(ctx context.Context, o controllerOptions) error {
 	if err != nil {
 		return cannotRun(fmt.Errorf("--git-max-pack-size: %w", err))
 	}
-	starlarkMemory, err := parseSize(o.starlarkMemory)
-	if err != nil {
-		return cannotRun(fmt.Errorf("--starlark-max-memory: %w", err))
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return cannotRun(fmt.Errorf("find this binary, which runs starlark scripts: %w", err))
-	}
-	if err := reserveMemory(starlarkMemory); err != nil {
-		return cannotRun(err)
+	var starlarkMemory int64
+	var self string // the starlark sandbox: empty runs scripts in this process
+	if o.starlarkMemory != "0" {
+		if starlarkMemory, err = parseSize(o.starlarkMemory); err != nil {
+			return cannotRun(fmt.Errorf("--starlark-max-memory: %w", err))
+		}
+		if self, err = os.Executable(); err != nil {
+			return cannotRun(fmt.Errorf("find this binary, which runs starlark scripts: %w", err))
+		}
+		if err := reserveMemory(starlarkMemory); err != nil {
+			return cannotRun(err)
+		}
 	}
 	api, err := apiServer(ctx, "--kubeconfig", o.kubeconfig)
 	if err != nil {

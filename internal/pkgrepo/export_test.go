@@ -24,11 +24,11 @@ func SetConfirmWait(t testing.TB, d time.Duration) {
 func SetMaxAdvertisement(s *Store, n int64) { s.maxAdvertisement = n }
 
 // SetLooseLimits makes mirrors pack their loose objects once they are limit or more, checked
-// every every builds, until t ends (not for tests in parallel).
-func SetLooseLimits(t testing.TB, limit, every int) {
-	savedLimit, savedEvery := looseLimit, looseCheckEvery
-	looseLimit, looseCheckEvery = limit, every
-	t.Cleanup(func() { looseLimit, looseCheckEvery = savedLimit, savedEvery })
+// every every builds, batch bytes of objects a pack, until t ends (not for tests in parallel).
+func SetLooseLimits(t testing.TB, limit, every int, batch int64) {
+	savedLimit, savedEvery, savedBatch := looseLimit, looseCheckEvery, looseBatchBytes
+	looseLimit, looseCheckEvery, looseBatchBytes = limit, every, batch
+	t.Cleanup(func() { looseLimit, looseCheckEvery, looseBatchBytes = savedLimit, savedEvery, savedBatch })
 }
 
 // SetMaxPacks makes a mirror start over past n packs instead of maxPacks, until t ends (not for

@@ -71,7 +71,7 @@ func (m *mirror) packLoose() (packed bool, err error) {
 }
 
 // looseBatchBytes bounds the loose objects packLoose puts in one pack.
-const looseBatchBytes = 64 << 20
+var looseBatchBytes int64 = 64 << 20
 
 // packObjects writes objects into one new pack and, once it is in place, removes them as loose objects.
 func (m *mirror) packObjects(pw storer.PackfileWriter, los storer.LooseObjectStorer, objects []plumbing.Hash) error {

@@ -17,7 +17,8 @@ import (
 // Packing drops nothing: the mirror's objects never get fewer, git fsck finds the mirror whole,
 // and every revision reads as it was published.
 func TestLooseObjectsArePacked(t *testing.T) {
-	pkgrepo.SetLooseLimits(t, 40, 5)
+	// Checked at the 30th and 60th publish; packs of 2 KiB of objects, so several each time.
+	pkgrepo.SetLooseLimits(t, 100, 30, 2<<10)
 	remote, _ := newRepo(t)
 	cache := t.TempDir()
 	store := pkgrepo.NewStore(cache)
@@ -41,13 +42,16 @@ func TestLooseObjectsArePacked(t *testing.T) {
 			objects = total
 		}
 		// At most the limit and what the builds until the next check write.
-		if count["count"] >= 40+5*4 {
-			t.Fatalf("publish %d: %d loose objects, want fewer than 60", i+1, count["count"])
+		if count["count"] >= 100+30*4 {
+			t.Fatalf("publish %d: %d loose objects, want fewer than 220", i+1, count["count"])
 		}
 		packed = packed || count["in-pack"] > 0
 	}
 	if !packed {
 		t.Fatal("no object was ever packed")
+	}
+	if packs, _ := filepath.Glob(filepath.Join(mirror, "objects", "pack", "*.pack")); len(packs) < 6 {
+		t.Errorf("%d packs after two packings, want the loose objects in packs of at most 2 KiB of objects", len(packs))
 	}
 	if out, err := exec.Command("git", "--git-dir", mirror, "fsck", "--full", "--strict").CombinedOutput(); err != nil {
 		t.Fatalf("git fsck of the mirror: %v\n%s", err, out)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kptdev/krm-functions-sdk/go/fn"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -49,13 +50,12 @@ func runExec(ctx context.Context, policy ExecPolicy, command string, items []*ya
 	if err != nil {
 		return nil, err
 	}
-	return runProcess(ctx, policy, bin, args[1:], nil, items, cfg)
+	return runProcess(ctx, policy, bin, args[1:], items, cfg)
 }
 
 // runProcess runs bin with args as a KRM function, as runExec describes: what runs is the
 // caller's choice (an allowed exec function, or flotilla's own starlark sandbox).
-// env is added to the environment of PATH only.
-func runProcess(ctx context.Context, policy ExecPolicy, bin string, args, env []string, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
+func runProcess(ctx context.Context, policy ExecPolicy, bin string, args []string, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
 	inputs, err := setIDs(items)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,8 @@ func runProcess(ctx context.Context, policy ExecPolicy, bin string, args, env []
 	defer os.RemoveAll(dir)
 
 	timeout := cmp.Or(policy.Timeout, DefaultExecTimeout)
-	limit := cmp.Or(policy.MaxOutput, DefaultExecMaxOutput)
+	// A function writes the package it was given, changed: twice its input may come back.
+	limit := max(cmp.Or(policy.MaxOutput, DefaultExecMaxOutput), 2*int64(len(in)))
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancelTimeout()
 	ctx, stop := context.WithCancelCause(ctx)
@@ -85,7 +86,7 @@ func runProcess(ctx context.Context, policy ExecPolicy, bin string, args, env []
 
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), stdout, stderr
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Dir = dir
 	killProcessGroup(cmd)
 	// A killed script's children may keep stdout open; do not wait on them.
@@ -241,7 +242,7 @@ func stderrTail(b []byte) string {
 		return ""
 	}
 	if len(s) > maxStderr {
-		s = "..." + s[len(s)-maxStderr:]
+		s = "..." + s[runeStart(s, len(s)-maxStderr):]
 	}
 	return ": " + s
 }
@@ -252,4 +253,12 @@ func copyNodes(in []*yaml.RNode) []*yaml.RNode {
 		out[i] = n.Copy()
 	}
 	return out
+}
+
+// runeStart is i, or the start of the next character when i is inside one.
+func runeStart(s string, i int) int {
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return i
 }

@@ -36,21 +36,16 @@ func SandboxArgs(maxMemory int64) []string {
 // for one (its GOMEMLIMIT lowered by --starlark-max-memory), not for one per reconcile.
 var sandboxSlot = make(chan struct{}, 1)
 
-// sandboxMaxOutput bounds what a sandboxed script writes: the package it was given, changed, a
-// package being at most 64 MiB (pkgrepo.MaxPackageSize), twice over.
-const sandboxMaxOutput = 128 << 20
-
 // runSandboxed runs the starlark function in a child process of policy.Sandbox, one at a time.
 func runSandboxed(ctx context.Context, policy ExecPolicy, items []*yaml.RNode, cfg *yaml.RNode) ([]*yaml.RNode, error) {
 	select {
 	case sandboxSlot <- struct{}{}:
 		defer func() { <-sandboxSlot }()
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("starlark: waited for the sandbox, where another script runs (scripts run one at a time), until %w", context.Cause(ctx))
 	}
 	limit := cmp.Or(policy.SandboxMemory, DefaultSandboxMemory)
-	policy.MaxOutput = max(policy.MaxOutput, sandboxMaxOutput)
-	out, err := runProcess(ctx, policy, policy.Sandbox, SandboxArgs(limit), nil, items, cfg)
+	out, err := runProcess(ctx, policy, policy.Sandbox, SandboxArgs(limit), items, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starlark (in a sandbox of %s of memory): %w", byteSize(limit), err)
 	}
@@ -70,14 +65,13 @@ func ServeStarlark(ctx context.Context, stdin io.Reader, stdout, stderr io.Write
 	// not count and the watch does: the runtime's own stack bound (fatal, with a traceback) is
 	// set past the memory bound, so the watch stops the child first.
 	debug.SetMaxStack(int(max(1<<30, 2*maxMemory)))
-	var given atomic.Int64
+	given := &countingReader{r: io.LimitReader(stdin, maxMemory)}
 	stop := watchMemory(maxMemory, func() {
-		fmt.Fprintf(stderr, "the script used more than %s of memory (the package it was given: %d bytes of YAML), so it was stopped\n", byteSize(maxMemory), given.Load())
+		fmt.Fprintf(stderr, "the script used more than %s of memory (the package it was given: %d bytes of YAML), so it was stopped\n", byteSize(maxMemory), given.n.Load())
 		os.Exit(ExitOutOfMemory)
 	})
 	defer stop()
-	in, err := io.ReadAll(io.LimitReader(stdin, maxMemory))
-	given.Store(int64(len(in)))
+	in, err := io.ReadAll(given)
 	if err != nil {
 		fmt.Fprintf(stderr, "read the ResourceList: %v\n", err)
 		return 1
@@ -134,4 +128,16 @@ func watchMemory(limit int64, exceeded func()) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// countingReader counts what was read through it, for another goroutine to read.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestMain lets the test binary serve "fn starlark" as the flotilla binary does, so the sandbox
@@ -68,10 +69,19 @@ func TestSandboxedStarlark(t *testing.T) {
 		t.Fatalf("a script past its memory in the sandbox: %v", err)
 	}
 
-	// A list nested a million deep, written out: a recursion that grows the stack, not the heap;
-	// the child's memory counts it.
-	_, err = Render(ctx, Request{Blueprint: script("l = []", "for i in range(1000000):", "  l = [l]", "print(str(l)[:10])"), Name: "pkg", Exec: sandbox(t, 0)})
+	// A recursion without end grows the stack, not the heap; the child's memory counts it.
+	_, err = Render(ctx, Request{Blueprint: script("def f(n):", "  return f(n + 1)", "f(0)"), Name: "pkg", Exec: sandbox(t, 0)})
 	if err == nil || !strings.Contains(err.Error(), "used more than 128 MiB") {
 		t.Fatalf("a script past its stack in the sandbox: %.3000v", err)
+	}
+}
+
+// What a script prints reaches its error up to a bound, cut between characters.
+func TestStarlarkPrintsCutOnACharacter(t *testing.T) {
+	blueprint := map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: bp\npipeline:\n  mutators:\n" +
+		starlarkFn(`print("x" + "é" * 5000)`, `fail("stop")`))}
+	_, err := Render(context.Background(), Request{Blueprint: blueprint, Name: "pkg"})
+	if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "bytes more)") {
+		t.Fatalf("Render = %.200q…; want the print cut between characters", err)
 	}
 }

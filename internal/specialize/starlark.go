@@ -60,10 +60,11 @@ func starlarkItems(ctx context.Context, items []*yaml.RNode, cfg *yaml.RNode) ([
 		Print: func(_ *starlark.Thread, msg string) {
 			if left := starlarkMaxPrinted - printed.Len(); left > 0 {
 				msg += "\n"
-				keep := msg[:min(len(msg), left)]
-				for len(keep) > 0 && !utf8.ValidString(keep) { // not in the middle of a character
-					keep = keep[:len(keep)-1]
+				n := min(len(msg), left)
+				for n > 0 && n < len(msg) && !utf8.RuneStart(msg[n]) { // not in a character
+					n--
 				}
+				keep := msg[:n]
 				printed.WriteString(keep)
 				dropped += len(msg) - len(keep)
 			} else {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,9 +57,10 @@ type Handler struct {
 	Now     func() time.Time
 
 	init    sync.Once
-	tokens  *lru.Cache // Secret key -> tokenRead
-	mu      sync.Mutex // guards refused's entries
-	refused *lru.Cache // Repository key -> refusals
+	reads   singleflight.Group // one read of a Secret at a time, however many posts wait for it
+	tokens  *lru.Cache         // Secret key -> tokenRead
+	mu      sync.Mutex         // guards refused's entries
+	refused *lru.Cache         // Repository key -> refusals
 }
 
 // tokenRead is a read of a webhook Secret: its token, or why there is none.
@@ -117,10 +119,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	// The payload is signed, never kept: it streams through the HMAC, so a post holds no more
-	// than its connection's buffers however slowly it comes (the server's ReadTimeout ends it).
+	if !signed(r.Header) {
+		h.logRefusal(logger, key, errUnsigned)
+		http.Error(w, "signature missing or invalid", http.StatusUnauthorized)
+		return
+	}
+	// The payload is signed, never kept: it streams through the HMAC in 4 KiB reads, so a post
+	// holds its connection and that much however slowly it comes (the server's ReadTimeout ends
+	// it).
 	mac := hmac.New(sha256.New, token)
-	if n, err := io.Copy(mac, io.LimitReader(r.Body, MaxBody+1)); err != nil || n > MaxBody {
+	if n, err := io.CopyBuffer(mac, io.LimitReader(r.Body, MaxBody+1), make([]byte, 4<<10)); err != nil || n > MaxBody {
 		http.Error(w, "payload too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
@@ -183,25 +191,40 @@ func (h *Handler) lookup(ctx context.Context, key types.NamespacedName) (*v1alph
 // that does not exist, or has no token, too). A read that failed otherwise (the API server) is
 // not kept.
 func (h *Handler) token(ctx context.Context, key types.NamespacedName) ([]byte, error) {
-	now := h.now()
-	if v, ok := h.tokens.Get(key); ok {
-		if t := v.(tokenRead); now.Sub(t.at) < TokenTTL {
-			return t.token, t.err
+	cached := func() (tokenRead, bool) {
+		if v, ok := h.tokens.Get(key); ok {
+			if t := v.(tokenRead); h.now().Sub(t.at) < TokenTTL {
+				return t, true
+			}
 		}
+		return tokenRead{}, false
 	}
-	secret := &corev1.Secret{}
-	t := tokenRead{at: now}
-	switch err := h.Secrets.Get(ctx, key, secret); {
-	case apierrors.IsNotFound(err):
-		t.err = fmt.Errorf("its webhook Secret %s does not exist", key.Name)
-	case err != nil:
+	if t, ok := cached(); ok {
+		return t.token, t.err
+	}
+	v, err, _ := h.reads.Do(key.String(), func() (any, error) {
+		if t, ok := cached(); ok { // read while this post waited
+			return t, nil
+		}
+		secret := &corev1.Secret{}
+		t := tokenRead{at: h.now()}
+		switch err := h.Secrets.Get(ctx, key, secret); {
+		case apierrors.IsNotFound(err):
+			t.err = fmt.Errorf("its webhook Secret %s does not exist", key.Name)
+		case err != nil:
+			return nil, err
+		case len(secret.Data[SecretKey]) == 0:
+			t.err = fmt.Errorf("its webhook Secret %s has no key %s", secret.Name, SecretKey)
+		default:
+			t.token = secret.Data[SecretKey]
+		}
+		h.tokens.Add(key, t)
+		return t, nil
+	})
+	if err != nil {
 		return nil, err
-	case len(secret.Data[SecretKey]) == 0:
-		t.err = fmt.Errorf("its webhook Secret %s has no key %s", secret.Name, SecretKey)
-	default:
-		t.token = secret.Data[SecretKey]
 	}
-	h.tokens.Add(key, t)
+	t := v.(tokenRead)
 	return t.token, t.err
 }
 
@@ -251,6 +274,16 @@ func check(header http.Header, want, token []byte) error {
 		return nil
 	}
 	return errUnsigned
+}
+
+// signed tells whether header carries a signature (or GitLab's token) at all.
+func signed(header http.Header) bool {
+	for _, k := range []string{"X-Hub-Signature-256", "X-Signature-256", "X-Gitea-Signature", "X-Gitlab-Token"} {
+		if header.Get(k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // eventOf is the event type the git server names ("" when it names none).

@@ -70,7 +70,7 @@ func (s *Store) planApprove(m *mirror, branch, pkg string, number int, want stri
 	if err != nil {
 		return plan{}, err
 	}
-	pc, err := object.GetCommit(m.repo.Storer, prop)
+	pc, err := getCommit(m.repo.Storer, prop)
 	if err != nil {
 		return plan{}, err
 	}

@@ -92,7 +92,7 @@ func (s *Store) Resolve(ctx context.Context, r Remote, pkg, revision string) (Re
 // checkKptfile makes sure the revision's commit has <package>/Kptfile: a
 // tag alone does not make a package.
 func (m *mirror) checkKptfile(rev Revision) error {
-	commit, err := object.GetCommit(m.repo.Storer, plumbing.NewHash(rev.Commit))
+	commit, err := getCommit(m.repo.Storer, plumbing.NewHash(rev.Commit))
 	if err != nil {
 		return err
 	}
@@ -155,12 +155,12 @@ func (s *Store) ReadPackage(ctx context.Context, r Remote, pkg, commit string) (
 	if err := s.ensureFresh(ctx, m, ep); err != nil {
 		return nil, err
 	}
-	c, err := object.GetCommit(m.repo.Storer, plumbing.NewHash(commit))
+	c, err := getCommit(m.repo.Storer, plumbing.NewHash(commit))
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		if err := s.fetch(ctx, m, ep); err != nil {
 			return nil, err
 		}
-		c, err = object.GetCommit(m.repo.Storer, plumbing.NewHash(commit))
+		c, err = getCommit(m.repo.Storer, plumbing.NewHash(commit))
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%s: %w: commit %s not found", ep.display, ErrRevisionNotFound, commit)

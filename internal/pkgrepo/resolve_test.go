@@ -429,6 +429,10 @@ func TestReadPackageRefusesTreeBombsAndSubmodules(t *testing.T) {
 	git("", "tag", "bomb/v1", commit)
 	git("", "tag", "sub/v1", commit)
 	git("", "tag", "wide/v1", commit)
+	// A commit with a message of 2 MiB, its package otherwise fine: refused before it is decoded.
+	long := git(strings.Repeat("a long message ", 140_000), "commit-tree",
+		git(fmt.Sprintf("040000 tree %s\tlong\n", git(fmt.Sprintf("100644 blob %s\tKptfile\n", kptfile), "mktree")), "mktree"), "-F", "-")
+	git("", "tag", "long/v1", long)
 
 	store := pkgrepo.NewStore(t.TempDir())
 	remote := pkgrepo.Remote{URL: srv.URL + "/catalog.git"}
@@ -450,5 +454,8 @@ func TestReadPackageRefusesTreeBombsAndSubmodules(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatalf("ReadPackage %s still walking after a minute", pkg)
 		}
+	}
+	if _, err := store.Resolve(ctx, remote, "long", "v1"); !errors.Is(err, pkgrepo.ErrInvalidPackage) || !strings.Contains(err.Error(), "more than the 1048576 flotilla reads") {
+		t.Errorf("Resolve of a commit of 2 MiB = %v; want ErrInvalidPackage", err)
 	}
 }

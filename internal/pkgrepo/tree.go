@@ -213,6 +213,18 @@ func subtree(s storer.EncodedObjectStorer, root plumbing.Hash, p string) (plumbi
 // 100,000 entries, five times the most a package's walk visits (MaxPackageEntries).
 const maxTreeBytes = 8 << 20
 
+// maxCommitBytes bounds a commit or an annotated tag read from a repository (a message of a few
+// hundred lines is a few KB): go-git decodes them whole, their messages included.
+const maxCommitBytes = 1 << 20
+
+// getCommit reads commit h, refusing one larger than maxCommitBytes before it is decoded.
+func getCommit(s storer.EncodedObjectStorer, h plumbing.Hash) (*object.Commit, error) {
+	if n, err := s.EncodedObjectSize(h); err == nil && n > maxCommitBytes {
+		return nil, fmt.Errorf("%w: commit %s is %d bytes, more than the %d flotilla reads", ErrInvalidPackage, h, n, maxCommitBytes)
+	}
+	return object.GetCommit(s, h)
+}
+
 // getTree reads tree h, refusing one larger than maxTreeBytes before it is decoded.
 func getTree(s storer.EncodedObjectStorer, h plumbing.Hash) (*object.Tree, error) {
 	if n, err := s.EncodedObjectSize(h); err == nil && n > maxTreeBytes {
@@ -269,7 +281,7 @@ func commitTree(s storer.EncodedObjectStorer, h plumbing.Hash) (plumbing.Hash, e
 	if h.IsZero() {
 		return h, nil
 	}
-	c, err := object.GetCommit(s, h)
+	c, err := getCommit(s, h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -299,6 +311,9 @@ func peel(s storer.EncodedObjectStorer, h plumbing.Hash) (plumbing.Hash, error) 
 		}
 		if obj.Type() != plumbing.TagObject {
 			return h, nil
+		}
+		if obj.Size() > maxCommitBytes {
+			return plumbing.ZeroHash, fmt.Errorf("%w: tag %s is %d bytes, more than the %d flotilla reads", ErrInvalidPackage, h, obj.Size(), maxCommitBytes)
 		}
 		tag, err := object.DecodeTag(s, obj)
 		if err != nil {

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,9 +16,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kubetest"
 	"github.com/flotilla-dev/flotilla/internal/webhook"
 )
 
@@ -79,19 +78,6 @@ func TestWebhookRefreshesAtOnce(t *testing.T) {
 	g.Expect(post("/hook/"+f.ns+"/catalog", map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": signed})).To(Equal(http.StatusNoContent))
 }
 
-// secretReads counts the Secrets read through it.
-type secretReads struct {
-	client.Reader
-	n atomic.Int32
-}
-
-func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.Secret); ok {
-		r.n.Add(1)
-	}
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
-
 // Anyone who reaches the receiver may post to it: a flood of forged events reads the webhook
 // Secret once per TokenTTL, not once per event (a rotated token takes effect after it), and posts
 // whose payloads trickle in keep no one else out.
@@ -104,7 +90,7 @@ func TestWebhookFloodReadsTheSecretOnce(t *testing.T) {
 		r.Spec.Interval = &metav1.Duration{Duration: time.Hour}
 		r.Spec.Webhook = &v1alpha1.RepositoryWebhook{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}}
 	})
-	reads := &secretReads{Reader: env.Client}
+	reads := &kubetest.SecretReads{Reader: env.Client}
 	var mu sync.Mutex
 	clock := time.Now()
 	h := &webhook.Handler{Client: env.Client, Secrets: reads, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }}
@@ -145,7 +131,7 @@ func TestWebhookFloodReadsTheSecretOnce(t *testing.T) {
 	}
 	flood.Wait()
 	g.Expect(refused.Load()).To(BeEquivalentTo(300))
-	g.Expect(reads.n.Load()).To(BeEquivalentTo(1), "300 forged events, one Secret read")
+	g.Expect(reads.N.Load()).To(BeEquivalentTo(1), "300 forged events, one Secret read")
 
 	secret.Data["token"] = []byte("n3w")
 	g.Expect(env.Client.Update(f.ctx, secret)).To(Succeed())
@@ -154,7 +140,7 @@ func TestWebhookFloodReadsTheSecretOnce(t *testing.T) {
 	clock = clock.Add(webhook.TokenTTL)
 	mu.Unlock()
 	g.Expect(post("n3w", bytes.NewReader(body))).To(Equal(http.StatusAccepted), "after TokenTTL, the rotated token")
-	g.Expect(reads.n.Load()).To(BeEquivalentTo(2))
+	g.Expect(reads.N.Load()).To(BeEquivalentTo(2))
 
 	// Posts whose payloads trickle in hold their connections, not the receiver: a signed event
 	// sent meanwhile is taken at once.

@@ -33,7 +33,7 @@ func (s *Store) built(m *mirror) {
 }
 
 // packLoose writes every loose object of the mirror (reachable or not: nothing the mirror holds
-// is dropped) into one new pack, and once that pack is in place removes them, when they are
+// is dropped) into new packs, and once each pack is in place removes its objects, when they are
 // looseLimit or more; packed says whether it wrote a pack.
 func (m *mirror) packLoose() (packed bool, err error) {
 	los, ok := m.repo.Storer.(storer.LooseObjectStorer)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,20 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/kubetest"
 )
-
-// secretReads counts the Secrets read through it.
-type secretReads struct {
-	client.Reader
-	n atomic.Int32
-}
-
-func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.Secret); ok {
-		r.n.Add(1)
-	}
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
 
 // startAPIServer starts a kube-apiserver and etcd for the test (skipped without the binaries), and
 // returns an admin client of it.
@@ -96,7 +83,7 @@ func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
 
 	now := time.Now()
 	clients := &Clients{Now: func() time.Time { return now }}
-	reader := &secretReads{Reader: admin}
+	reader := &kubetest.SecretReads{Reader: admin}
 	configMaps := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	get := func() error {
 		_, err := clients.Get(ctx, reader, cluster, configMaps, "kube-system", "none", 10*time.Second)
@@ -104,7 +91,7 @@ func TestKubeconfigSecretIsReadOncePerMaxAge(t *testing.T) {
 	}
 	expectReads := func(want int32, when string) {
 		t.Helper()
-		if got := reader.n.Load(); got != want {
+		if got := reader.N.Load(); got != want {
 			t.Fatalf("%s: %d Secret reads, want %d", when, got, want)
 		}
 	}
@@ -176,7 +163,7 @@ func TestDeletedClusterGetsNoClientAgain(t *testing.T) {
 		return c
 	}
 	clients := &Clients{}
-	reader := &secretReads{Reader: admin}
+	reader := &kubetest.SecretReads{Reader: admin}
 	if _, err := clients.For(ctx, reader, cluster("first")); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +171,7 @@ func TestDeletedClusterGetsNoClientAgain(t *testing.T) {
 	if _, err := clients.For(ctx, reader, cluster("first")); err == nil || !strings.Contains(err.Error(), "deleted") {
 		t.Fatalf("client for the deleted cluster = %v; want an error saying it was deleted", err)
 	}
-	if got := reader.n.Load(); got != 1 {
+	if got := reader.N.Load(); got != 1 {
 		t.Fatalf("%d Secret reads; the deleted cluster's must not read its Secret again", got)
 	}
 	if clients.Identity(cluster("first")) != [32]byte{} {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/api/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/apiproxy"
+	"github.com/flotilla-dev/flotilla/internal/kubetest"
 )
 
 // TestPollerNotifiesOnlyWhatChanged: watchers follow ConfigMaps (one absent) of a workload
@@ -440,7 +441,7 @@ func TestBookmarksStandInForHeartbeats(t *testing.T) {
 	}
 	t.Parallel()
 	_, cfg, admin := startAPIServer(t)
-	var lists, watches, secretReads atomic.Int32
+	var lists, watches atomic.Int32
 	srv := apiproxy.Serve(t, cfg, func(_ http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/configmaps" {
 			if r.URL.Query().Get("watch") == "true" {
@@ -478,7 +479,7 @@ func TestBookmarksStandInForHeartbeats(t *testing.T) {
 	const interval = 10 * time.Second
 	clients := &Clients{}
 	notified := make(chan string, 10)
-	reader := countingReader{Client: admin, reads: &secretReads}
+	reader := &kubetest.SecretReads{Reader: admin}
 	p := &Poller{Clients: clients, Reader: reader, Interval: interval, Notify: func(_ context.Context, w client.ObjectKey) { notified <- w.Name }}
 	configMaps := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	obj, err := clients.Get(ctx, reader, cluster, configMaps, "default", "a", 0)
@@ -492,10 +493,10 @@ func TestBookmarksStandInForHeartbeats(t *testing.T) {
 			t.Fatal("the poller opened no watch")
 		}
 	}
-	beforeLists, beforeReads := lists.Load(), secretReads.Load()
+	beforeLists, beforeReads := lists.Load(), reader.N.Load()
 	quiet := 2*(interval*HeartbeatIntervals*3/2) - 10*time.Second
 	time.Sleep(quiet)
-	if l, w, s := lists.Load()-beforeLists, watches.Load(), secretReads.Load()-beforeReads; l != 0 || w != 1 || s != 0 {
+	if l, w, s := lists.Load()-beforeLists, watches.Load(), reader.N.Load()-beforeReads; l != 0 || w != 1 || s != 0 {
 		t.Fatalf("quiet for %s with the watch open: %d lists, %d watches, %d Secret reads; want no list (the bookmarks prove the cluster answers), one watch, no read", quiet, l, w, s)
 	}
 	select {
@@ -519,17 +520,4 @@ func TestBookmarksStandInForHeartbeats(t *testing.T) {
 	case <-time.After(interval):
 		t.Fatal("a change after a quiet watch was not noticed within an interval")
 	}
-}
-
-// countingReader counts the Secrets read through it.
-type countingReader struct {
-	client.Client
-	reads *atomic.Int32
-}
-
-func (r countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.Secret); ok {
-		r.reads.Add(1)
-	}
-	return r.Client.Get(ctx, key, obj, opts...)
 }

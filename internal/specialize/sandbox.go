@@ -23,12 +23,12 @@ import (
 // child is run as an exec function is (timeout, output bound, an environment of PATH only, its
 // process group killed), and offers itself first to the kernel's OOM killer.
 
-// ExitOutOfMemory is the exit status of a sandboxed script stopped at its memory bound.
-const ExitOutOfMemory = 3
+// exitOutOfMemory is the exit status of a sandboxed script stopped at its memory bound.
+const exitOutOfMemory = 3
 
-// SandboxArgs are the arguments that make the flotilla binary serve one sandboxed starlark run
+// sandboxArgs are the arguments that make the flotilla binary serve one sandboxed starlark run
 // with a memory bound of maxMemory bytes.
-func SandboxArgs(maxMemory int64) []string {
+func sandboxArgs(maxMemory int64) []string {
 	return []string{"fn", "starlark", "--max-memory", strconv.FormatInt(maxMemory, 10)}
 }
 
@@ -45,7 +45,7 @@ func runSandboxed(ctx context.Context, policy ExecPolicy, items []*yaml.RNode, c
 		return nil, fmt.Errorf("starlark: waited for the sandbox, where another script runs (scripts run one at a time), until %w", context.Cause(ctx))
 	}
 	limit := cmp.Or(policy.SandboxMemory, DefaultSandboxMemory)
-	out, err := runProcess(ctx, policy, policy.Sandbox, SandboxArgs(limit), items, cfg)
+	out, err := runProcess(ctx, policy, policy.Sandbox, sandboxArgs(limit), items, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starlark (in a sandbox of %s of memory): %w", byteSize(limit), err)
 	}
@@ -55,20 +55,20 @@ func runSandboxed(ctx context.Context, policy ExecPolicy, items []*yaml.RNode, c
 // ServeStarlark is "flotilla fn starlark": it runs the starlark function over the ResourceList on
 // stdin and writes the ResourceList it makes to stdout (a script's error as an error result),
 // within maxMemory bytes. Past them it writes why to stderr and exits the process with
-// ExitOutOfMemory. It returns the exit status.
+// exitOutOfMemory. It returns the exit status.
 func ServeStarlark(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, maxMemory int64) int {
 	// The kernel's OOM killer (a container's memory limit) takes this process before the
 	// controller; allowed to any process for itself.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	debug.SetMemoryLimit(maxMemory)
-	// Deep recursion (str() of a list nested a million deep) grows a stack, which the heap does
-	// not count and the watch does: the runtime's own stack bound (fatal, with a traceback) is
-	// set past the memory bound, so the watch stops the child first.
+	// A recursion without end grows a stack, which the heap does not count and the watch does:
+	// the runtime's own stack bound (fatal, with a traceback) is set past the memory bound, so the
+	// watch stops the child first.
 	debug.SetMaxStack(int(max(1<<30, 2*maxMemory)))
 	given := &countingReader{r: io.LimitReader(stdin, maxMemory)}
 	stop := watchMemory(maxMemory, func() {
 		fmt.Fprintf(stderr, "the script used more than %s of memory (the package it was given: %d bytes of YAML), so it was stopped\n", byteSize(maxMemory), given.n.Load())
-		os.Exit(ExitOutOfMemory)
+		os.Exit(exitOutOfMemory)
 	})
 	defer stop()
 	in, err := io.ReadAll(given)
